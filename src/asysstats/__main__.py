@@ -1,0 +1,5 @@
+"""`python -m asysstats` runs the `asys` command line."""
+
+from asysstats.cli import main
+
+main()

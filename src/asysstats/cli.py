@@ -1,0 +1,229 @@
+"""The ``asys`` command line: ``stats``, ``analyze``, ``compare`` and ``sample``."""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from pathlib import Path
+from typing import Sequence
+
+import click
+
+from asysstats.engine import Inputs, Settings, run_rule
+from asysstats.errors import AsysError, MissingData
+from asysstats.helptext import rule_help, rules_list
+from asysstats.io.outputs import CONSOLE, deliver, destination
+from asysstats.io.report import Report
+from asysstats.io.writers import FORMATS, render
+from asysstats.rules import DEFAULT_STATS, REGISTRY
+from asysstats.rulespec import RuleRequest, parse_pairs, parse_rule_args
+
+
+def parse_format(text: str) -> tuple[str, int]:
+    """``csv`` or ``csv:ratio=.2%`` -> (format, decimals of percentages)."""
+    name, _, unit = text.partition(":")
+    name = name.strip().lower()
+    if name not in FORMATS:
+        raise AsysError(f"--format: unknown format {name!r} (formats: {', '.join(FORMATS)})")
+    decimals = 1
+    if unit:
+        key, _, value = unit.partition("=")
+        value = value.strip()
+        if key.strip() != "ratio" or not value.endswith("%"):
+            raise AsysError(f"--format {text}: expected ':ratio=.N%' (N = 1, 2 or 3)")
+        digits = value[:-1].lstrip(".")
+        if value == "%":
+            digits = "1"
+        if not digits.isdigit() or not 0 <= int(digits) <= 3:
+            raise AsysError(f"--format {text}: the ratio unit is %, .1%, .2% or .3%")
+        decimals = int(digits)
+    return name, decimals
+
+
+def parse_filter_time(text: str | None) -> tuple[int | None, int | None] | None:
+    if text is None:
+        return None
+    lo, sep, hi = text.partition("/")
+    if not sep:
+        raise AsysError(f"--filter-time {text!r}: expected <start>/<end> in ns (either may be empty)")
+    try:
+        bounds = (int(lo) if lo.strip() else None, int(hi) if hi.strip() else None)
+    except ValueError:
+        raise AsysError(f"--filter-time {text!r}: start and end must be integers (ns)") from None
+    if bounds[0] is not None and bounds[1] is not None and bounds[1] < bounds[0]:
+        raise AsysError(f"--filter-time {text!r}: end is before start")
+    return bounds
+
+
+def pad(values: Sequence[str], count: int) -> list[str | None]:
+    """Extend a positional list to ``count`` items by repeating its last one."""
+    values = list(values)
+    if not values:
+        return [None] * count
+    return values[:count] + [values[-1]] * max(0, count - len(values))
+
+
+def run_requests(command: str, reports: Sequence[str], requests: list[RuleRequest], formats: Sequence[str],
+                 outputs: Sequence[str], force: bool, settings: Settings, default_set: bool) -> None:
+    rules = [REGISTRY.get(r.name, command) for r in requests]
+    parsed = [rule.parse_options(r.options) for rule, r in zip(rules, requests)]
+    fmts = [parse_format(f) if f else ("column", 1) for f in pad(formats, len(requests))]
+    outs = pad(outputs, len(requests))
+    for rule in rules:
+        if rule.reports == 2 and len(reports) != 2:
+            raise AsysError(f"rule '{rule.name}' compares two reports; give a base and a target report")
+    opened = [Report(p) for p in reports]
+    for rule, options, (fmt, decimals), out in zip(rules, parsed, fmts, outs):
+        sides = [Inputs(r, settings) for r in opened]
+        targets = [tuple(sides[:2])] if rule.reports == 2 else sides
+        for report, inputs in zip(opened, targets):
+            try:
+                result = run_rule(rule, options, inputs)
+            except MissingData as exc:
+                if not default_set:
+                    raise
+                click.echo(f"SKIPPED: {exc}", err=True)
+                continue
+            dest = destination(out, report.path, rule.name, fmt)
+            shown = "column" if fmt == "xlsx" and dest.kind == CONSOLE else fmt
+            content = render(result, shown, decimals)
+            if dest.kind == CONSOLE and shown == "column" and (len(requests) > 1 or default_set):
+                click.echo(f"\n** {rule.title} ({rule.name}):\n")
+            deliver(content, dest, force)
+
+
+def help_requested(command: str, help_reports: str | None, help_report: str | None) -> bool:
+    if help_report:
+        click.echo(rule_help(REGISTRY.get(help_report, command)))
+        return True
+    if help_reports:
+        if help_reports.upper() == "ALL":
+            click.echo(f"The following built-in rules are available:\n\n{rules_list(REGISTRY, command)}")
+        else:
+            click.echo(rule_help(REGISTRY.get(help_reports, command)))
+        return True
+    return False
+
+
+def settings_from(filter_time, filter_hgtx, callstack, opconfig, kernel_groups) -> Settings:
+    return Settings(
+        filter_time=parse_filter_time(filter_time),
+        filter_hgtx=filter_hgtx,
+        callstack_groups=tuple(parse_pairs(callstack, "--callstack-group-config")),
+        ppu_op_config=tuple(parse_pairs(opconfig, "--ppu-op-config")),
+        kernel_groups=tuple(parse_pairs(kernel_groups, "--kernel-group-config")),
+    )
+
+
+def bool_value(text: str, what: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered in ("true", "1", "yes", "on"):
+        return True
+    if lowered in ("false", "0", "no", "off"):
+        return False
+    raise AsysError(f"{what}: expected true or false, got {text!r}")
+
+
+def common_options(func):
+    decorators = [
+        click.argument("reports", nargs=-1, type=click.Path(dir_okay=True, path_type=str)),
+        click.option("--format", "formats", multiple=True, help="column|csv|json|xlsx[:ratio=.N%], by position."),
+        click.option("-o", "--output", "outputs", multiple=True, help="%, @command, '.', or <dir>/<prefix>, by position."),
+        click.option("-f", "--force-overwrite", "force", default="false", metavar="true|false",
+                     help="Overwrite existing output files."),
+        click.option("--filter-time", help="<start>/<end> in ns from the start of capture."),
+        click.option("--filter-hgtx", help="<range>[@<domain>][/<index>]: analyse inside that HGTX range."),
+        click.option("--callstack-group-config", "callstack", multiple=True, help="group=frame_re/frame_re/..."),
+        click.option("--ppu-op-config", "opconfig", multiple=True, help="Type=kernel:<re> or Type=hgtx:<re>."),
+        click.option("--kernel-group-config", "kernel_groups", multiple=True, help="name=regex, or @file."),
+        click.option("--help-reports", is_flag=False, flag_value="ALL", default=None, metavar="[ALL|name]",
+                     help="List the rules, or show one rule's help."),
+        click.option("--help-report", metavar="name", help="Show one rule's options and output columns."),
+        click.option("--debug", is_flag=True, help="Show a traceback on errors."),
+    ]
+    for decorator in reversed(decorators):
+        func = decorator(func)
+    return func
+
+
+def execute(command: str, rule_args, reports, formats, outputs, force, filter_time, filter_hgtx, callstack,
+            opconfig, kernel_groups, help_reports, help_report) -> None:
+    if help_requested(command, help_reports, help_report):
+        return
+    if not reports:
+        raise AsysError(f"asys {command}: no report given")
+    requests = parse_rule_args(rule_args)
+    default_set = not requests
+    if default_set:
+        requests = [RuleRequest(name) for name in DEFAULT_STATS if name in REGISTRY]
+    settings = settings_from(filter_time, filter_hgtx, callstack, opconfig, kernel_groups)
+    run_requests(command, reports, requests, formats, outputs, bool_value(force, "--force-overwrite"),
+                 settings, default_set)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def asys() -> None:
+    """Statistics and expert-system reports over asysrep and Nsight Systems SQLite reports."""
+
+
+@asys.command()
+@click.option("-r", "--report", "rule_args", multiple=True, help="Rules: name[:opt=val[:flag]][,name...].")
+@common_options
+def stats(rule_args, **kwargs) -> None:
+    """Run statistics rules on REPORTS (two reports for the comparison rules)."""
+    kwargs.pop("debug")
+    execute("stats", rule_args, **kwargs)
+
+
+@asys.command()
+@click.option("-r", "--rule", "rule_args", multiple=True, help="Rules: ppu_gaps[:gap=<ms>], ppu_time_util, ...")
+@common_options
+def analyze(rule_args, **kwargs) -> None:
+    """Run the expert rules (ppu_gaps, ppu_time_util) on REPORTS."""
+    kwargs.pop("debug")
+    if kwargs.get("reports") and not rule_args:
+        rule_args = tuple(r.name for r in REGISTRY if r.command == "analyze")
+    execute("analyze", rule_args, **kwargs)
+
+
+@asys.command()
+@click.argument("out", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--scale", default=1, type=click.IntRange(min=1), help="Multiply the number of steps (events).")
+@click.option("--seed", default=7, type=int, help="Random seed.")
+@click.option("-f", "--force-overwrite", "force", default="false", metavar="true|false")
+@click.option("--debug", is_flag=True)
+def sample(out: Path, scale: int, seed: int, force: str, debug: bool) -> None:
+    """Write a synthetic asysrep of an LLM inference step on 4 PPUs to OUT."""
+    from asysstats.synth.generator import write_sample
+
+    write_sample(out, scale=scale, seed=seed, force=bool_value(force, "--force-overwrite"))
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in args
+    try:
+        asys.main(args=args, prog_name="asys", standalone_mode=False)
+    except AsysError as exc:
+        if debug:
+            traceback.print_exc()
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(2)
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        click.echo(f"error: {exc.format_message()}", err=True)
+        sys.exit(2)
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        sys.exit(0)
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except Exception as exc:  # an unexpected failure is still one line unless --debug
+        if debug:
+            traceback.print_exc()
+        click.echo(f"error: internal error: {type(exc).__name__}: {exc} (rerun with --debug)", err=True)
+        sys.exit(3)

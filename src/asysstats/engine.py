@@ -1,0 +1,148 @@
+"""Running rules: the inputs a compute function reads, and the result it returns."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import numpy as np
+
+from asysstats.errors import AsysError, MissingData
+from asysstats.io.report import Report, missing_message
+from asysstats.io.schema import TABLES
+from asysstats.io.strings import StringPool
+from asysstats.io.tables import EventTable, empty_table
+from asysstats.registry import Column, Frame, Rule
+
+INT64_MAX = np.iinfo(np.int64).max
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Run-wide settings that rules may read (time window, grouping configurations)."""
+
+    filter_time: tuple[int | None, int | None] | None = None
+    filter_hgtx: str | None = None
+    callstack_groups: tuple[tuple[str, str], ...] = ()
+    ppu_op_config: tuple[tuple[str, str], ...] = ()
+    kernel_groups: tuple[tuple[str, str], ...] = ()
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+class Inputs:
+    """What a compute function reads: one report's tables inside the analysis window."""
+
+    def __init__(self, report: Report, settings: Settings = Settings()) -> None:
+        self.report = report
+        self.settings = settings
+        self.strings: StringPool = report.strings
+        self._window: tuple[int, int] | None | bool = False
+
+    def has(self, name: str) -> bool:
+        return self.report.has(name)
+
+    def table(self, name: str, columns: tuple[str, ...] = ()) -> EventTable:
+        """The table (restricted to the time window), or an empty one when absent."""
+        if not self.report.has(name):
+            spec = TABLES[name]
+            cols = list(columns) or [c.name for c in spec.columns]
+            floats = frozenset(c.name for c in spec.columns if c.kind == "float")
+            return empty_table(cols + derived_names(cols), floats)
+        return self._in_window(self.report.load(name, columns))
+
+    def require(self, *names: str) -> None:
+        if not any(self.report.has(n) for n in names):
+            raise MissingData(missing_message(self.report.path, TABLES[names[0]]))
+
+    def capture_range(self) -> tuple[int, int]:
+        """The report's analysis range: ``ANALYSIS_DETAILS``, else the span of its activities."""
+        if self.report.has("analysis"):
+            info = self.report.load("analysis")
+            if info.rows and info["stopTime"][0] > info["startTime"][0]:
+                return int(info["startTime"][0]), int(info["stopTime"][0])
+        lo, hi = [], []
+        for name in ("kernels", "memcpy", "memset", "runtime", "hgtx", "osrt"):
+            if self.report.has(name):
+                t = self.report.load(name, ("start", "end"))
+                if t.rows:
+                    lo.append(int(t["start"].min()))
+                    hi.append(int(max(t["end"].max(), t["start"].max())))
+        return (min(lo), max(hi)) if lo else (0, 0)
+
+    @property
+    def window(self) -> tuple[int, int] | None:
+        """Absolute ``[start, end]`` of ``--filter-time`` (ns offsets from capture start)."""
+        if self._window is False:
+            self._window = None
+            if self.settings.filter_time is not None:
+                origin = self.capture_range()[0]
+                lo, hi = self.settings.filter_time
+                self._window = (origin + (lo or 0), origin + hi if hi is not None else INT64_MAX)
+        return self._window  # type: ignore[return-value]
+
+    def full_range(self) -> tuple[int, int]:
+        """The ``full`` range mode: the filter window, else the capture range."""
+        capture = self.capture_range()
+        window = self.window
+        if window is None:
+            return capture
+        return window[0], window[1] if window[1] != INT64_MAX else max(capture[1], window[0])
+
+    def _in_window(self, table: EventTable) -> EventTable:
+        window = self.window
+        if window is None or "start" not in table:
+            return table
+        start = table["start"]
+        end = np.maximum(table["end"], start) if "end" in table else start
+        return table.take((start >= window[0]) & (end <= window[1]))
+
+
+def derived_names(columns: list[str]) -> list[str]:
+    if "globalTid" in columns:
+        return ["pid", "tid"]
+    return ["pid"] if "globalPid" in columns and "pid" not in columns else []
+
+
+@dataclass
+class Result:
+    """A computed rule table: declared columns (after ``column=``) and their values."""
+
+    rule: Rule
+    columns: tuple[Column, ...]
+    frame: Frame
+    strings: StringPool
+
+    @property
+    def rows(self) -> int:
+        return len(next(iter(self.frame.values()))) if self.frame else 0
+
+
+def run_rule(rule: Rule, options: Mapping[str, Any], inputs: Inputs | tuple[Inputs, ...]) -> Result:
+    """Check the data exists, compute, then apply the common ``rows`` and ``column`` options."""
+    sides = inputs if isinstance(inputs, tuple) else (inputs,)
+    for side in sides:
+        side.require(*rule.required_tables)
+    frame = rule.compute(inputs, options)
+    missing = [c.name for c in rule.columns if c.name not in frame]
+    if missing:
+        raise AssertionError(f"rule {rule.name} did not compute columns {missing}")
+    frame = {c.name: np.asarray(frame[c.name]) for c in rule.columns}
+    rows = options.get("rows")
+    if rows is not None:
+        frame = {k: v[:rows] for k, v in frame.items()}
+    columns = select_columns(rule, options.get("column"))
+    return Result(rule, columns, {c.name: frame[c.name] for c in columns}, sides[0].strings)
+
+
+def select_columns(rule: Rule, wanted: tuple[str, ...] | None) -> tuple[Column, ...]:
+    if not wanted:
+        return rule.columns
+    by_key = {c.name.lower(): c for c in rule.columns}
+    chosen = []
+    for name in wanted:
+        col = by_key.get(name.strip().lower())
+        if col is None:
+            names = ", ".join(c.name for c in rule.columns)
+            raise AsysError(f"rule '{rule.name}': option 'column': unknown column {name!r} (columns: {names})")
+        chosen.append(col)
+    return tuple(chosen)

@@ -1,0 +1,1 @@
+"""Reading reports into typed columnar tables, and writing rule results."""

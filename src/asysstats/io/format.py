@@ -1,0 +1,98 @@
+"""Cell formatting by column kind, vectorised with pyarrow compute (no Python row loops).
+
+Integers print as integers (floats truncated toward zero, conventions 1-3); percentages,
+ratios and decimals with one decimal rounded half away from zero (conventions 4); a
+missing cell (NaN, ``NA``, a missing string id) prints ``-``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from asysstats.io.strings import StringPool
+from asysstats.io.tables import NA
+from asysstats.registry import DECIMAL, INT, PERCENT, RATIO, TEXT
+
+DASH = "-"
+
+
+def is_missing(values: np.ndarray) -> np.ndarray:
+    if values.dtype.kind == "f":
+        return np.isnan(values)
+    if values.dtype.kind in "iu":
+        return values == NA
+    return np.array([v is None for v in values], dtype=bool)
+
+
+def as_integers(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(int64 values, missing mask) with floats truncated toward zero."""
+    values = np.asarray(values)
+    if values.dtype == object:
+        missing = np.array([v is None for v in values], dtype=bool)
+        values = np.array([0 if v is None else v for v in values], dtype=np.float64)
+    else:
+        missing = is_missing(values)
+    if values.dtype.kind == "f":
+        values = np.trunc(np.where(missing, 0.0, values)).astype(np.int64)
+    return values.astype(np.int64, copy=False), missing
+
+
+def rounded(values: np.ndarray, decimals: int) -> tuple[np.ndarray, np.ndarray]:
+    """(integer count of 10^-decimals units rounded half away from zero, missing mask)."""
+    values = np.asarray(values, dtype=np.float64)
+    missing = np.isnan(values)
+    scaled = np.where(missing, 0.0, values) * (10 ** decimals)
+    # the tiny epsilon keeps values like 2.45 (stored as 2.4499999...) rounding up
+    units = np.sign(scaled) * np.floor(np.abs(scaled) + 0.5 + 1e-9)
+    return units.astype(np.int64), missing
+
+
+def texts(values: np.ndarray, strings: StringPool) -> np.ndarray:
+    """Object array of strings (``None`` when missing) from ids or strings."""
+    values = np.asarray(values)
+    if values.dtype.kind in "iu":
+        return strings.lookup(values)
+    return np.array([None if v is None else str(v) for v in values], dtype=object)
+
+
+def cells(kind: str, values: np.ndarray, strings: StringPool, decimals: int = 1) -> pa.Array:
+    """The printed text of every cell (strings unquoted; missing cells ``-``)."""
+    if kind == TEXT:
+        return pc.fill_null(pa.array(texts(values, strings), type=pa.string()), DASH)
+    if kind == INT:
+        ints, missing = as_integers(values)
+        out = pc.cast(pa.array(ints), pa.string())
+    else:
+        places = decimals if kind == PERCENT else 1
+        units, missing = rounded(values, places)
+        whole = pc.cast(pa.array(np.abs(units) // 10 ** places), pa.string())
+        number = whole
+        if places:
+            frac = pc.utf8_lpad(pc.cast(pa.array(np.abs(units) % 10 ** places), pa.string()), places, "0")
+            number = pc.binary_join_element_wise(whole, frac, ".")
+        out = pc.binary_join_element_wise(pa.array(np.where(units < 0, "-", "")), number, "")
+    return pc.if_else(pa.array(missing), DASH, out) if missing.any() else out
+
+
+def quoted(array: pa.Array) -> pa.Array:
+    """CSV text cell: always double-quoted, embedded quotes doubled (conventions 7)."""
+    escaped = pc.replace_substring(array, '"', '""')
+    return pc.binary_join_element_wise('"', escaped, '"', "")
+
+
+def typed_value(kind: str, value: object, decimals: int = 1) -> object:
+    """A Python value for JSON/XLSX cells: int, rounded float, str, or None when missing."""
+    if value is None or (isinstance(value, float) and np.isnan(value)):
+        return None
+    if kind == INT:
+        if isinstance(value, (int, np.integer)) and value == NA:
+            return None
+        return int(np.trunc(value))
+    if kind in (PERCENT, RATIO, DECIMAL):
+        places = decimals if kind == PERCENT else 1
+        units, _ = rounded(np.array([value], dtype=np.float64), places)
+        return float(units[0]) / 10 ** places
+    return str(value)
+

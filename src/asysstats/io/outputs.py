@@ -1,0 +1,73 @@
+"""Where results go: the console, a command (``@cmd``), or files written atomically.
+
+``%`` is the console; ``@cmd`` pipes into a shell command; ``.`` writes next to the report
+as ``<report stem>_<rule>.<ext>``; anything else is ``<dir>/<prefix>`` and writes
+``<dir>/<prefix>_<rule>.<ext>``. Existing files are kept unless overwriting is forced.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from asysstats.errors import AsysError
+
+CONSOLE = "console"
+PIPE = "pipe"
+FILE = "file"
+
+
+@dataclass(frozen=True)
+class Destination:
+    kind: str
+    target: str = ""
+
+
+def destination(output: str | None, report: Path, rule: str, fmt: str) -> Destination:
+    if output in (None, "", "%", "-"):
+        return Destination(CONSOLE)
+    if output.startswith("@"):
+        command = output[1:].strip()
+        if not command:
+            raise AsysError("--output '@' needs a command after '@'")
+        return Destination(PIPE, command)
+    if output == ".":
+        return Destination(FILE, str(report.parent / f"{report.stem}_{rule}.{fmt}"))
+    directory, _, prefix = output.rpartition("/")
+    folder = Path(directory or ".")
+    if not folder.is_dir():
+        raise AsysError(f"--output {output}: directory {folder} does not exist")
+    name = f"{prefix}_{rule}.{fmt}" if prefix else f"{rule}.{fmt}"
+    return Destination(FILE, str(folder / name))
+
+
+def deliver(content: str | bytes, dest: Destination, force: bool) -> None:
+    data = content.encode("utf-8") if isinstance(content, str) else content
+    if dest.kind == CONSOLE:
+        sys.stdout.write(content if isinstance(content, str) else data.decode("utf-8", "replace"))
+        sys.stdout.flush()
+    elif dest.kind == PIPE:
+        sys.stdout.flush()
+        done = subprocess.run(dest.target, shell=True, input=data, check=False)
+        if done.returncode != 0:
+            raise AsysError(f"output command '{dest.target}' failed with exit status {done.returncode}")
+    else:
+        write_atomically(Path(dest.target), data, force)
+
+
+def write_atomically(path: Path, data: bytes, force: bool) -> None:
+    """Write through a temporary file in the same folder, then rename over the target."""
+    if path.exists() and not force:
+        raise AsysError(f"{path} exists; use -f true to overwrite it")
+    handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise

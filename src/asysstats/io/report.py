@@ -1,0 +1,214 @@
+"""Open a report read-only, detect its dialect, and load logical tables as typed columns.
+
+Bulk columns are read with connectorx (Arrow, no Python rows); metadata, strings and any
+table connectorx cannot read (mixed column types) go through the ``sqlite3`` module.
+The database is opened with ``mode=ro``; nothing is ever written next to or into it.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import urllib.parse
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from asysstats.errors import AsysError, MissingData
+from asysstats.io.schema import ASYSREP, DIALECT_MARKERS, NSYS, TABLES, Col, TableSpec
+from asysstats.io.strings import StringPool
+from asysstats.io.tables import EventTable
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def check_report_file(path: Path) -> None:
+    """A one-line error for a path that cannot be a report."""
+    if not path.exists():
+        raise AsysError(f"{path}: no such file")
+    if path.is_dir():
+        raise AsysError(f"{path}: is a directory, not a report")
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(len(SQLITE_MAGIC))
+    except OSError as exc:
+        raise AsysError(f"{path}: cannot read ({exc.strerror})") from exc
+    if len(head) == 0:
+        raise AsysError(f"{path}: empty file, not a report")
+    if head != SQLITE_MAGIC:
+        raise AsysError(
+            f"{path.name}: not an SQLite database; convert it with "
+            f"'asys export -o {path.stem}.sqlite {path.name}'")
+
+
+class Report:
+    """A report database opened read-only; ``load`` returns typed tables."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        check_report_file(self.path)
+        uri = "file:" + urllib.parse.quote(str(self.path.resolve())) + "?mode=ro"
+        try:
+            self._con = sqlite3.connect(uri, uri=True, check_same_thread=False)
+            self._con.text_factory = lambda b: b.decode("utf-8", errors="replace")
+            names = [r[0] for r in self._con.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+        except sqlite3.DatabaseError as exc:
+            raise AsysError(f"{self.path}: unreadable SQLite database ({exc})") from exc
+        self._tables = set(names)
+        self._columns: dict[str, list[str]] = {}
+        self.dialect = self._detect_dialect()
+        self.strings = StringPool(self._fetch_strings)
+        self._cache: dict[tuple[str, tuple[str, ...]], EventTable] = {}
+
+    def __repr__(self) -> str:
+        return f"Report({str(self.path)!r}, dialect={self.dialect})"
+
+    def close(self) -> None:
+        self._con.close()
+
+    # -- structure -------------------------------------------------------------------
+    def _detect_dialect(self) -> str:
+        if "META_DATA_EXPORT" in self._tables:
+            rows = self._query("META_DATA_EXPORT", "SELECT value FROM META_DATA_EXPORT WHERE name='ReportFormat'")
+            if any(str(v).lower() == ASYSREP for (v,) in rows):
+                return ASYSREP
+        for dialect in (ASYSREP, NSYS):
+            if any(t in self._tables for t in DIALECT_MARKERS[dialect]):
+                return dialect
+        if "StringIds" in self._tables:
+            return NSYS
+        raise AsysError(f"{self.path}: not an asysrep or Nsight Systems export (no StringIds table)")
+
+    def table_columns(self, table: str) -> list[str]:
+        if table not in self._columns:
+            rows = self._query(table, f"PRAGMA table_info('{table}')")
+            self._columns[table] = [r[1] for r in rows]
+        return self._columns[table]
+
+    def physical_tables(self, logical: str) -> list[str]:
+        spec = TABLES[logical]
+        present = [t for t in spec.physical.get(self.dialect, ()) if t in self._tables]
+        return present if spec.concat else present[:1]
+
+    def has(self, logical: str) -> bool:
+        return bool(self.physical_tables(logical))
+
+    # -- loading ---------------------------------------------------------------------
+    def load(self, logical: str, columns: Sequence[str] = ()) -> EventTable:
+        """The logical table with the given columns (all when empty); raises MissingData."""
+        spec = TABLES[logical]
+        cols = tuple(columns) or tuple(c.name for c in spec.columns)
+        key = (logical, cols)
+        if key not in self._cache:
+            physical = self.physical_tables(logical)
+            if not physical:
+                raise MissingData(missing_message(self.path, spec))
+            parts = [self._load_physical(spec, table, [spec.column(c) for c in cols]) for table in physical]
+            self._cache[key] = derive_ids(EventTable.concat(parts))
+        return self._cache[key]
+
+    def _load_physical(self, spec: TableSpec, table: str, cols: list[Col]) -> EventTable:
+        present = set(self.table_columns(table))
+        select = []
+        for col in cols:
+            source = next((s for s in col.physical() if s in present), None)
+            if source is None and col.required:
+                raise AsysError(f"{self.path}: table {table} has no column {col.physical()[0]}")
+            select.append(f'"{source}"' if source else "NULL")
+        query = f'SELECT {", ".join(f"{s} AS {c.name}" for s, c in zip(select, cols))} FROM "{table}"'
+        arrow = self._read_arrow(table, query, cols)
+        return EventTable({c.name: self._to_numpy(arrow.column(c.name), c, table) for c in cols})
+
+    def _read_arrow(self, table: str, query: str, cols: list[Col]) -> pa.Table:
+        try:
+            import connectorx
+
+            result = connectorx.read_sql(self._cx_uri(), query, return_type="arrow")
+            if isinstance(result, pa.Table) and result.num_columns == len(cols):
+                return result
+        except Exception:  # connectorx rejects mixed-type columns and some NULL-only columns
+            pass
+        rows = self._query(table, query)
+        arrays = list(zip(*rows)) if rows else [()] * len(cols)
+        try:
+            return pa.table({c.name: pa.array(list(a), type=arrow_type(c, a)) for c, a in zip(cols, arrays)})
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError) as exc:
+            bad = next((c.name for c, a in zip(cols, arrays) if not values_fit(c, a)), "?")
+            raise AsysError(f"{self.path}: table {table}, column {bad}: values of the wrong type ({exc})") from exc
+
+    def _cx_uri(self) -> str:
+        return "sqlite://" + urllib.parse.quote(str(self.path.resolve()))
+
+    def _to_numpy(self, column: pa.ChunkedArray, col: Col, table: str) -> np.ndarray:
+        if col.kind == "text":
+            return self._intern_text(column)
+        if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+            raise AsysError(f"{self.path}: table {table}, column {col.name}: text where numbers are expected")
+        if col.required and column.null_count:
+            raise AsysError(f"{self.path}: table {table}, column {col.name}: {column.null_count} NULL values")
+        if pa.types.is_null(column.type):
+            column = pa.chunked_array([pa.nulls(len(column), pa.int64())])
+        dtype = np.float64 if col.kind == "float" else np.int64
+        filled = pc.fill_null(column.cast(pa.float64() if col.kind == "float" else pa.int64()), col.fill)
+        return filled.to_numpy().astype(dtype, copy=False)
+
+    def _intern_text(self, column: pa.ChunkedArray) -> np.ndarray:
+        out = np.full(len(column), -1, dtype=np.int64)
+        if len(column) == 0 or column.null_count == len(column):
+            return out
+        encoded = pc.dictionary_encode(column.cast(pa.string())).combine_chunks()
+        ids = self.strings.intern(encoded.dictionary.to_pylist())
+        indices = encoded.indices.to_numpy(zero_copy_only=False)
+        valid = encoded.indices.is_valid().to_numpy(zero_copy_only=False)
+        out[valid] = ids[indices[valid].astype(np.int64)]
+        return out
+
+    def _fetch_strings(self, ids: list[int]) -> Iterable[tuple[int, str]]:
+        if "StringIds" not in self._tables:
+            return []
+        out: list[tuple[int, str]] = []
+        for lo in range(0, len(ids), 900):
+            chunk = ids[lo:lo + 900]
+            marks = ",".join("?" * len(chunk))
+            out += self._query("StringIds", f"SELECT id, value FROM StringIds WHERE id IN ({marks})", chunk)
+        return [(int(i), v if isinstance(v, str) else str(v)) for i, v in out]
+
+    def _query(self, table: str, sql: str, params: Sequence[object] = ()) -> list[tuple]:
+        try:
+            return self._con.execute(sql, params).fetchall()
+        except sqlite3.DatabaseError as exc:
+            raise AsysError(f"{self.path}: cannot read table {table} ({exc})") from exc
+
+    def scalar(self, table: str, sql: str) -> object:
+        rows = self._query(table, sql)
+        return rows[0][0] if rows else None
+
+
+def derive_ids(table: EventTable) -> EventTable:
+    """Add ``pid``/``tid`` decoded from ``globalTid`` (or ``pid`` from ``globalPid``)."""
+    extra: dict[str, np.ndarray] = {}
+    if "globalTid" in table:
+        g = table["globalTid"]
+        extra = {"pid": (g >> 24) & 0xFFFFFF, "tid": g & 0xFFFFFF}
+    elif "globalPid" in table and "pid" not in table:
+        extra = {"pid": (table["globalPid"] >> 24) & 0xFFFFFF}
+    return table.with_columns(**extra) if extra else table
+
+
+def arrow_type(col: Col, values: Sequence[object]) -> pa.DataType:
+    if col.kind == "text":
+        return pa.string()
+    return pa.float64() if col.kind == "float" else pa.int64()
+
+
+def values_fit(col: Col, values: Sequence[object]) -> bool:
+    if col.kind == "text":
+        return all(v is None or isinstance(v, str) for v in values)
+    return all(v is None or isinstance(v, (int, float)) for v in values)
+
+
+def missing_message(path: Path, spec: TableSpec) -> str:
+    return f"{path.name} does not contain {spec.what} (collect with {spec.collect})"

@@ -1,0 +1,106 @@
+"""The string pool: report strings by integer id, loaded on demand, plus derived strings.
+
+Rules work on integer ids; text is resolved only when a result is written. Strings that
+the report does not hold (inline text, derived kernel names, labels) are interned here
+with ids above ``DERIVED_BASE``, one id per distinct value.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Iterable
+
+import numpy as np
+
+DERIVED_BASE = 1 << 40
+MISSING = -1
+
+Fetch = Callable[[list[int]], Iterable[tuple[int, str]]]
+
+
+def distinct(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct values of a non-negative int array and each row's index into them."""
+    ids = np.asarray(ids, dtype=np.int64)
+    if len(ids) and ids.min() >= 0 and ids.max() < 1 << 25:
+        present = np.zeros(int(ids.max()) + 1, dtype=np.int64)
+        present[ids] = 1
+        uniq = np.flatnonzero(present)
+        slot = np.cumsum(present) - 1
+        return uniq, slot[ids]
+    uniq, inverse = np.unique(ids, return_inverse=True)
+    return uniq, inverse.reshape(-1)
+
+
+class StringPool:
+    """Strings by id; ``fetch`` reads missing report ids (in batches) from the report."""
+
+    def __init__(self, fetch: Fetch | None = None) -> None:
+        self._fetch = fetch
+        self._by_id: dict[int, str] = {}
+        self._by_value: dict[str, int] = {}
+        self._next = DERIVED_BASE
+
+    def load(self, ids: Iterable[int]) -> None:
+        """Make sure the given report ids are resolved."""
+        missing = sorted({int(i) for i in ids if i >= 0 and int(i) not in self._by_id})
+        if not missing or self._fetch is None:
+            return
+        for key, value in self._fetch(missing):
+            self._by_id[key] = value
+            self._by_value.setdefault(value, key)
+
+    def intern(self, values: Iterable[str]) -> np.ndarray:
+        """Ids of the given strings, creating derived ids for new values."""
+        out = []
+        for value in values:
+            key = self._by_value.get(value)
+            if key is None:
+                key = self._next
+                self._next += 1
+                self._by_value[value] = key
+                self._by_id[key] = value
+            out.append(key)
+        return np.asarray(out, dtype=np.int64)
+
+    def text(self, key: int) -> str:
+        self.load([key])
+        return self._by_id.get(int(key), "-") if key >= 0 else "-"
+
+    def map_distinct(self, ids: np.ndarray, fn: Callable[[str], str]) -> np.ndarray:
+        """Per-row ids of ``fn(text)``, computing ``fn`` once per distinct id."""
+        ids = np.asarray(ids, dtype=np.int64)
+        valid = ids >= 0
+        out = np.full(len(ids), MISSING, dtype=np.int64)
+        if not valid.any():
+            return out
+        uniq, inverse = distinct(ids[valid])
+        self.load(uniq.tolist())
+        mapped = self.intern(fn(self._by_id.get(int(u), "")) for u in uniq)
+        out[valid] = mapped[inverse]
+        return out
+
+    def canonical(self, ids: np.ndarray) -> np.ndarray:
+        """Per-row ids where equal strings share one id (the report may repeat a value)."""
+        return self.map_distinct(ids, lambda s: s)
+
+    def lookup(self, ids: np.ndarray) -> np.ndarray:
+        """Object array of the strings (``None`` for a missing id)."""
+        ids = np.asarray(ids, dtype=np.int64)
+        out = np.full(len(ids), None, dtype=object)
+        valid = ids >= 0
+        if not valid.any():
+            return out
+        uniq, inverse = distinct(ids[valid])
+        self.load(uniq.tolist())
+        values = np.array([self._by_id.get(int(u)) for u in uniq], dtype=object)
+        out[valid] = values[inverse]
+        return out
+
+    def sort_rank(self, ids: np.ndarray) -> np.ndarray:
+        """Integer ranks that order rows by their string (missing first)."""
+        ids = np.asarray(ids, dtype=np.int64)
+        uniq, inverse = np.unique(ids, return_inverse=True)
+        texts = self.lookup(uniq)
+        order = sorted(range(len(uniq)), key=lambda i: (texts[i] is not None, texts[i] or ""))
+        rank = np.empty(len(uniq), dtype=np.int64)
+        rank[order] = np.arange(len(uniq))
+        return rank[inverse.reshape(-1)]

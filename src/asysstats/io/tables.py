@@ -1,0 +1,51 @@
+"""Typed columnar event tables: named int64/float64 numpy columns of equal length."""
+
+from __future__ import annotations
+
+from typing import Iterator, Mapping
+
+import numpy as np
+
+NA = np.iinfo(np.int64).min  # a missing cell of an integer column (printed "-")
+
+
+class EventTable(Mapping[str, np.ndarray]):
+    """An immutable set of equally long numpy columns (ns timestamps, integer ids)."""
+
+    def __init__(self, columns: Mapping[str, np.ndarray]) -> None:
+        self._columns = {name: np.asarray(values) for name, values in columns.items()}
+        lengths = {len(v) for v in self._columns.values()}
+        if len(lengths) > 1:
+            raise ValueError(f"columns of unequal length: {lengths}")
+        self._length = lengths.pop() if lengths else 0
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return self._columns[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._columns)
+
+    def __len__(self) -> int:
+        return len(self._columns)
+
+    @property
+    def rows(self) -> int:
+        return self._length
+
+    def take(self, index: np.ndarray) -> "EventTable":
+        """Rows selected by a boolean mask or an index array."""
+        return EventTable({name: values[index] for name, values in self._columns.items()})
+
+    def with_columns(self, **columns: np.ndarray) -> "EventTable":
+        return EventTable({**self._columns, **columns})
+
+    @staticmethod
+    def concat(parts: list["EventTable"]) -> "EventTable":
+        if len(parts) == 1:
+            return parts[0]
+        names = parts[0].keys()
+        return EventTable({n: np.concatenate([p[n] for p in parts]) for n in names})
+
+
+def empty_table(names: list[str], float_names: frozenset[str] = frozenset()) -> EventTable:
+    return EventTable({n: np.empty(0, np.float64 if n in float_names else np.int64) for n in names})

@@ -1,0 +1,129 @@
+"""Writers of rule results: CSV (conventions 6-8), aligned console columns, JSON, XLSX.
+
+Every writer formats cells from the column kinds; rules never format.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from asysstats.engine import Result
+from asysstats.io.format import DASH, cells, quoted, texts, typed_value
+from asysstats.registry import INT, TEXT
+
+FORMATS = ("column", "csv", "json", "xlsx")
+
+
+def _cell_columns(result: Result, decimals: int) -> list[pa.Array]:
+    return [cells(c.kind, result.frame[c.name], result.strings, decimals) for c in result.columns]
+
+
+def to_csv(result: Result, decimals: int = 1) -> str:
+    """Header ``Row#,<columns>,``; text always quoted, numbers never; each line ends with ','."""
+    header = ",".join(["Row#"] + [c.name for c in result.columns]) + ",\n"
+    if result.rows == 0:
+        return header
+    columns = []
+    for col, array in zip(result.columns, _cell_columns(result, decimals)):
+        columns.append(quoted(array) if col.kind == TEXT else pc.if_else(pc.equal(array, DASH), '"-"', array))
+    row_numbers = pc.cast(pa.array(np.arange(1, result.rows + 1)), pa.string())
+    lines = pc.binary_join_element_wise(row_numbers, *columns, "", ",")
+    return header + "\n".join(lines.to_pylist()) + "\n"
+
+
+def to_column(result: Result, decimals: int = 1) -> str:
+    """An aligned, human-readable table: numbers right-aligned, text left-aligned."""
+    names = ["Row#"] + [c.name for c in result.columns]
+    arrays = [pc.cast(pa.array(np.arange(1, result.rows + 1)), pa.string())] + _cell_columns(result, decimals)
+    kinds = [INT] + [c.kind for c in result.columns]
+    padded = []
+    for name, array, kind in zip(names, arrays, kinds):
+        width = max(len(name), pc.max(pc.utf8_length(array)).as_py() or 0) if len(array) else len(name)
+        pad = pc.utf8_rpad if kind == TEXT else pc.utf8_lpad
+        padded.append((name.ljust(width) if kind == TEXT else name.rjust(width), "-" * width, pad(array, width)))
+    header = "  ".join(p[0] for p in padded).rstrip()
+    rule = "  ".join(p[1] for p in padded)
+    if result.rows == 0:
+        return f"{header}\n{rule}\n"
+    body = pc.utf8_rtrim_whitespace(pc.binary_join_element_wise(*[p[2] for p in padded], "  "))
+    return f"{header}\n{rule}\n" + "\n".join(body.to_pylist()) + "\n"
+
+
+def rows_as_records(result: Result, decimals: int = 1) -> list[dict[str, object]]:
+    """Rows as dicts of typed values (int, float, str, None for missing)."""
+    columns = []
+    for col in result.columns:
+        values = result.frame[col.name]
+        if col.kind == TEXT:
+            columns.append(list(texts(values, result.strings)))
+        else:
+            columns.append([typed_value(col.kind, v, decimals) for v in np.asarray(values).tolist()])
+    names = [c.name for c in result.columns]
+    return [dict(zip(names, row)) for row in zip(*columns)] if columns else []
+
+
+def to_json(result: Result, decimals: int = 1) -> str:
+    return json.dumps(rows_as_records(result, decimals), indent=1, ensure_ascii=False) + "\n"
+
+
+def to_xlsx(result: Result, decimals: int = 1) -> bytes:
+    """One sheet: typed cells, bold frozen header, autofilter, widths, a pie chart of the share column."""
+    from openpyxl import Workbook
+    from openpyxl.chart import PieChart, Reference
+    from openpyxl.styles import Font
+    from openpyxl.utils import get_column_letter
+
+    book = Workbook(write_only=False)
+    sheet = book.active
+    sheet.title = result.rule.name[:31]
+    names = ["Row#"] + [c.name for c in result.columns]
+    sheet.append(names)
+    for cell in sheet[1]:
+        cell.font = Font(bold=True)
+    records = rows_as_records(result, decimals)
+    for number, record in enumerate(records, start=1):
+        sheet.append([number] + [excel_safe(v) for v in record.values()])
+    sheet.freeze_panes = "A2"
+    last = get_column_letter(len(names))
+    sheet.auto_filter.ref = f"A1:{last}{max(len(records), 1) + 1}"
+    for index, name in enumerate(names, start=1):
+        longest = max([len(name)] + [len(str(r.get(name, ""))) for r in records[:200]])
+        sheet.column_dimensions[get_column_letter(index)].width = min(max(8, longest + 2), 60)
+    share = result.rule.share
+    label = next((c.name for c in result.columns if c.kind == TEXT), None)
+    if share and label and records and share in names:
+        chart = PieChart()
+        chart.title = f"{result.rule.title}: {share}"
+        top = min(len(records), 20) + 1
+        data = Reference(sheet, min_col=names.index(share) + 1, min_row=1, max_row=top)
+        labels = Reference(sheet, min_col=names.index(label) + 1, min_row=2, max_row=top)
+        chart.add_data(data, titles_from_data=True)
+        chart.set_categories(labels)
+        sheet.add_chart(chart, f"{get_column_letter(len(names) + 2)}2")
+    buffer = io.BytesIO()
+    book.save(buffer)
+    return buffer.getvalue()
+
+
+def excel_safe(value: object) -> object:
+    """Missing cells print ``-``; strings that would be read as formulas stay text."""
+    if value is None:
+        return DASH
+    if isinstance(value, str) and value.startswith("="):
+        return "'" + value
+    return value
+
+
+def render(result: Result, fmt: str, decimals: int = 1) -> str | bytes:
+    if fmt == "csv":
+        return to_csv(result, decimals)
+    if fmt == "json":
+        return to_json(result, decimals)
+    if fmt == "xlsx":
+        return to_xlsx(result, decimals)
+    return to_column(result, decimals)

@@ -1,0 +1,1 @@
+"""Writing reports: the asysrep SQLite layout (for samples, benchmarks and test fixtures)."""

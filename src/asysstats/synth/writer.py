@@ -1,0 +1,106 @@
+"""Write an SQLite report in the asysrep (or Nsight Systems) layout from columns.
+
+The layout is generated from the loader's schema (``asysstats.io.schema``), so that a
+written report always reads back. Used by ``asys sample``, the benchmarks and the tests.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from asysstats.io.schema import ASYSREP, MEM_KIND_LABELS, MEMCPY_KIND_LABELS, NSYS, TABLES
+
+SQL_TYPES = {"int": "INTEGER", "strid": "INTEGER", "float": "REAL", "text": "TEXT"}
+ENUMS = {"memcpy_kinds": MEMCPY_KIND_LABELS, "mem_kinds": MEM_KIND_LABELS}
+
+
+class ReportWriter:
+    """Collects rows per logical table and writes them in one transaction on ``close``."""
+
+    def __init__(self, path: str | Path, dialect: str = ASYSREP) -> None:
+        self.path = Path(path)
+        self.dialect = dialect
+        self._strings: dict[str, int] = {}
+        self._rows: dict[str, list[dict[str, np.ndarray]]] = {}
+        self._meta: list[tuple[str, str]] = [("ReportFormat", "asysrep"), ("SchemaVersion", "1")] \
+            if dialect == ASYSREP else []
+
+    def string(self, text: str) -> int:
+        """The StringIds id of ``text`` (interned)."""
+        return self._strings.setdefault(text, len(self._strings))
+
+    def strings(self, texts: Iterable[str]) -> np.ndarray:
+        return np.array([self.string(t) for t in texts], dtype=np.int64)
+
+    def add(self, table: str, **columns: Sequence[object] | np.ndarray | int | str | None) -> None:
+        """Append rows to a logical table; scalars broadcast over the longest column."""
+        spec = TABLES[table]
+        known = {c.name for c in spec.columns}
+        unknown = set(columns) - known
+        if unknown:
+            raise ValueError(f"{table}: unknown columns {sorted(unknown)}")
+        length = max((len(v) for v in columns.values() if isinstance(v, (list, tuple, np.ndarray))), default=1)
+        block = {}
+        for name, value in columns.items():
+            if isinstance(value, (list, tuple, np.ndarray)):
+                arr = np.asarray(value, dtype=object if spec.column(name).kind == "text" else None)
+            else:
+                arr = np.full(length, value, dtype=object)
+            block[name] = arr
+        self._rows.setdefault(table, []).append(block)
+
+    def create(self, table: str) -> None:
+        """Create a logical table even if it gets no rows."""
+        self._rows.setdefault(table, [])
+
+    def meta(self, name: str, value: str) -> None:
+        self._meta.append((name, value))
+
+    def close(self) -> None:
+        if self.path.exists():
+            self.path.unlink()
+        con = sqlite3.connect(self.path)
+        try:
+            with con:
+                con.execute("CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL)")
+                con.execute("CREATE TABLE META_DATA_EXPORT (name TEXT, value TEXT)")
+                con.executemany("INSERT INTO META_DATA_EXPORT VALUES (?, ?)", self._meta)
+                for logical, labels in ENUMS.items():
+                    name = TABLES[logical].physical[self.dialect][0]
+                    con.execute(f"CREATE TABLE {name} (id INTEGER PRIMARY KEY, name TEXT, label TEXT)")
+                    con.executemany(f"INSERT INTO {name} VALUES (?, ?, ?)",
+                                    [(k, v.upper().replace("-", "_"), v) for k, v in labels.items()])
+                for table, blocks in self._rows.items():
+                    self._write_table(con, table, blocks)
+                con.executemany("INSERT INTO StringIds VALUES (?, ?)", [(i, s) for s, i in self._strings.items()])
+        finally:
+            con.close()
+
+    def _write_table(self, con: sqlite3.Connection, table: str, blocks: list[dict[str, np.ndarray]]) -> None:
+        spec = TABLES[table]
+        physical = spec.physical[self.dialect][0] if spec.physical[self.dialect] else None
+        if physical is None:
+            return
+        cols = spec.columns
+        ddl = ", ".join(f'"{c.physical()[0]}" {SQL_TYPES[c.kind]}' for c in cols)
+        con.execute(f'CREATE TABLE "{physical}" ({ddl})')
+        marks = ", ".join("?" * len(cols))
+        for block in blocks:
+            length = max(len(v) for v in block.values())
+            values = [_column_values(block.get(c.name), length) for c in cols]
+            con.executemany(f'INSERT INTO "{physical}" VALUES ({marks})', zip(*values))
+
+
+def _column_values(values: np.ndarray | None, length: int) -> list[object]:
+    if values is None:
+        return [None] * length
+    if len(values) == 1 and length > 1:
+        values = np.repeat(values, length)
+    return [v.item() if isinstance(v, np.generic) else v for v in values.tolist()]
+
+
+__all__ = ["ReportWriter", "ASYSREP", "NSYS"]
