@@ -1,0 +1,56 @@
+"""Shared test helpers: running the CLI in-process, building small reports, the corpus."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+from contextlib import redirect_stderr, redirect_stdout
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from asysstats.cli import main
+from asysstats.synth.writer import ReportWriter
+
+CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
+NSYS_CORPUS = CORPUS / "nsys"
+NSYS_FILES = sorted(NSYS_CORPUS.glob("*.sqlite")) if NSYS_CORPUS.is_dir() else []
+
+
+@dataclass
+class Run:
+    code: int
+    out: str
+    err: str
+
+
+def run_cli(*args: str | os.PathLike) -> Run:
+    """Run ``asys`` in-process; the exit status, stdout and stderr."""
+    out, err = io.StringIO(), io.StringIO()
+    code = 0
+    with redirect_stdout(out), redirect_stderr(err):
+        try:
+            main([str(a) for a in args])
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 1
+    return Run(code, out.getvalue(), err.getvalue())
+
+
+def fingerprint(path: Path) -> tuple[str, int]:
+    """Bytes and modification time of a report, to check that nothing touched it."""
+    return hashlib.sha256(path.read_bytes()).hexdigest(), path.stat().st_mtime_ns
+
+
+@pytest.fixture
+def writer(tmp_path: Path):
+    """A ReportWriter on a fresh path; call ``.close()`` and use ``.path``."""
+    return ReportWriter(tmp_path / "report.asysrep")
+
+
+def corpus_params():
+    """One pytest param per Nsight corpus file (an empty, skipped list when absent)."""
+    if not NSYS_FILES:
+        return [pytest.param(None, marks=pytest.mark.skip(reason="../shared/corpus/nsys is absent"))]
+    return [pytest.param(p, id=p.stem) for p in NSYS_FILES]
