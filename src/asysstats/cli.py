@@ -14,7 +14,7 @@ from asysstats.engine import Inputs, Settings, run_rule
 from asysstats.errors import AsysError, MissingData
 from asysstats.helptext import rule_help, rules_list
 from asysstats.io.outputs import CONSOLE, deliver, destination
-from asysstats.io.report import Report
+from asysstats.io.report import open_report
 from asysstats.io.writers import FORMATS, render
 from asysstats.rules import DEFAULT_STATS, REGISTRY
 from asysstats.rulespec import RuleRequest, parse_pairs, parse_rule_args
@@ -73,7 +73,7 @@ def run_requests(command: str, reports: Sequence[str], requests: list[RuleReques
     for rule in rules:
         if rule.reports == 2 and len(reports) != 2:
             raise AsysError(f"rule '{rule.name}' compares two reports; give a base and a target report")
-    opened = [Report(p) for p in reports]
+    opened = [open_report(p) for p in reports]
     for rule, options, (fmt, decimals), out in zip(rules, parsed, fmts, outs):
         sides = [Inputs(r, settings) for r in opened]
         targets = [tuple(sides[:2])] if rule.reports == 2 else sides

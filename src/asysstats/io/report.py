@@ -187,6 +187,11 @@ class Report:
         return rows[0][0] if rows else None
 
 
+def open_report(path: str | os.PathLike[str]) -> Report:
+    """Open any supported report file (the one entry point the CLI uses)."""
+    return Report(path)
+
+
 def derive_ids(table: EventTable) -> EventTable:
     """Add ``pid``/``tid`` decoded from ``globalTid`` (or ``pid`` from ``globalPid``)."""
     extra: dict[str, np.ndarray] = {}
