@@ -42,3 +42,9 @@ def rules_markdown(registry: Registry) -> str:
     for rule in registry:
         parts.append(f"## {rule.name}\n\n```\n{rule_help(rule)}```\n")
     return "\n".join(parts)
+
+
+if __name__ == "__main__":  # python -m asysstats.helptext > docs/rules.md
+    from asysstats.rules import REGISTRY
+
+    print(rules_markdown(REGISTRY), end="")

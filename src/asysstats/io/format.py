@@ -20,7 +20,7 @@ DASH = "-"
 
 def is_missing(values: np.ndarray) -> np.ndarray:
     if values.dtype.kind == "f":
-        return np.isnan(values)
+        return np.isnan(values) | (values == float(NA))
     if values.dtype.kind in "iu":
         return values == NA
     return np.array([v is None for v in values], dtype=bool)

@@ -1,0 +1,154 @@
+"""Property tests of the numpy kernel against brute force (empty, single, touching, nested,
+identical and unsorted inputs are all within the generated space)."""
+
+from __future__ import annotations
+
+import statistics
+
+import numpy as np
+from hypothesis import given, settings, strategies as st
+
+from asysstats.compute import grouped, intervals
+
+SETTINGS = settings(max_examples=80, deadline=None)
+times = st.integers(0, 60)
+spans = st.lists(st.tuples(times, st.integers(0, 25)), max_size=25)
+
+
+def arrays(pairs):
+    s = np.array([p[0] for p in pairs], dtype=np.int64)
+    return s, s + np.array([p[1] for p in pairs], dtype=np.int64)
+
+
+def covered(pairs) -> set[int]:
+    return {t for s, d in pairs for t in range(s, s + d)}
+
+
+@SETTINGS
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(-50, 1000)), max_size=40))
+def test_grouped_stats_match_brute_force(rows):
+    keys = np.array([r[0] for r in rows], dtype=np.int64)
+    values = np.array([r[1] for r in rows], dtype=np.int64)
+    groups, stats = grouped.grouped_stats([keys], values)
+    expected = {}
+    for k, v in rows:
+        expected.setdefault(k, []).append(v)
+    assert list(groups.keys[0]) == sorted(expected)
+    for i, k in enumerate(groups.keys[0]):
+        vals = expected[k]
+        assert stats["count"][i] == len(vals)
+        assert stats["sum"][i] == sum(vals)
+        assert stats["min"][i] == min(vals) and stats["max"][i] == max(vals)
+        assert np.isclose(stats["mean"][i], sum(vals) / len(vals))
+        assert np.isclose(stats["median"][i], statistics.median(vals))
+        assert np.isclose(stats["std"][i], statistics.pstdev(vals), atol=1e-6)
+
+
+def test_stddev_and_median_follow_the_reference_example():
+    _, stats = grouped.grouped_stats([np.zeros(2, np.int64)], np.array([4562345, 3474616]))
+    assert int(stats["std"][0]) == 543864 and int(stats["median"][0]) == 4018480
+
+
+@SETTINGS
+@given(st.lists(st.integers(0, 100), min_size=1, max_size=30), st.sampled_from([50, 90, 100]))
+def test_percentile_is_nearest_rank(values, q):
+    groups = grouped.group_by([np.zeros(len(values), np.int64)], np.array(values))
+    got = grouped.percentile_sorted(groups, np.array(values), q)[0]
+    ordered = sorted(values)
+    rank = max(1, -(-len(values) * q // 100))
+    assert got == ordered[rank - 1]
+
+
+@SETTINGS
+@given(spans)
+def test_union_length_and_segments(pairs):
+    s, e = arrays(pairs)
+    us, ue = intervals.union(s, e)
+    assert intervals.union_length(s, e) == len(covered(pairs))
+    assert np.all(us[1:] > ue[:-1])  # disjoint, sorted, not touching
+    assert {t for a, b in zip(us, ue) for t in range(a, b)} == covered(pairs)
+
+
+@SETTINGS
+@given(st.lists(st.tuples(st.integers(0, 2), times, st.integers(0, 25)), max_size=30))
+def test_covered_length_by_group(rows):
+    g = np.array([r[0] for r in rows], dtype=np.int64)
+    s = np.array([r[1] for r in rows], dtype=np.int64)
+    e = s + np.array([r[2] for r in rows], dtype=np.int64)
+    got = intervals.covered_length_by_group(g, s, e, 3)
+    for k in range(3):
+        assert got[k] == len(covered([(r[1], r[2]) for r in rows if r[0] == k]))
+
+
+@SETTINGS
+@given(spans, spans)
+def test_intersection_length(a, b):
+    sa, ea = arrays(a)
+    sb, eb = arrays(b)
+    assert intervals.intersection_length(sa, ea, sb, eb) == len(covered(a) & covered(b))
+
+
+@SETTINGS
+@given(spans, st.lists(times, min_size=2, max_size=8).map(sorted))
+def test_busy_per_window(pairs, edges):
+    s, e = arrays(pairs)
+    got = intervals.busy_per_window(s, e, np.array(edges))
+    cov = covered(pairs)
+    assert list(got) == [len([t for t in cov if lo <= t < hi]) for lo, hi in zip(edges, edges[1:])]
+
+
+@SETTINGS
+@given(spans)
+def test_gaps(pairs):
+    s, e = arrays(pairs)
+    gs, ge = intervals.gaps(s, e)
+    cov = covered(pairs)
+    idle = {t for a, b in zip(gs, ge) for t in range(a, b)}
+    if cov:
+        assert idle == set(range(min(cov), max(cov) + 1)) - cov
+    else:
+        assert not idle
+
+
+@SETTINGS
+@given(st.lists(st.tuples(st.integers(0, 2), times, st.integers(0, 25)), max_size=15),
+       st.lists(st.tuples(st.integers(0, 2), times), max_size=20))
+def test_enclosing_pairs(ranges, points):
+    rg = np.array([r[0] for r in ranges], dtype=np.int64)
+    rs = np.array([r[1] for r in ranges], dtype=np.int64)
+    re_ = rs + np.array([r[2] for r in ranges], dtype=np.int64)
+    pg = np.array([p[0] for p in points], dtype=np.int64)
+    pt = np.array([p[1] for p in points], dtype=np.int64)
+    r, p = intervals.enclosing_pairs(rg, rs, re_, pg, pt)
+    expected = {(i, j) for i, (g, s, d) in enumerate(ranges) for j, (h, t) in enumerate(points)
+                if g == h and s <= t < s + d}
+    assert set(zip(r.tolist(), p.tolist())) == expected and len(r) == len(expected)
+
+
+@SETTINGS
+@given(st.lists(st.tuples(st.integers(0, 1), times, st.integers(0, 10)), max_size=20))
+def test_overlap_components(rows):
+    g = np.array([r[0] for r in rows], dtype=np.int64)
+    s = np.array([r[1] for r in rows], dtype=np.int64)
+    e = s + np.array([r[2] for r in rows], dtype=np.int64)
+    labels = intervals.overlap_components(g, s, e)
+    # brute force: union-find over pairs that overlap in the chained sense (sorted sweep)
+    parent = list(range(len(rows)))
+
+    def find(i):
+        while parent[i] != i:
+            i = parent[i]
+        return i
+
+    order = sorted(range(len(rows)), key=lambda i: (g[i], s[i], e[i]))
+    reach, prev = None, None
+    for i in order:
+        if prev is not None and g[i] == g[prev] and s[i] < reach:
+            parent[find(i)] = find(prev)
+            reach = max(reach, e[i])
+        else:
+            reach = e[i]
+        prev = i
+    for i in range(len(rows)):
+        for j in range(len(rows)):
+            assert (labels[i] == labels[j]) == (find(i) == find(j))

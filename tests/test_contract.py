@@ -1,0 +1,67 @@
+"""One contract over the whole registry: help, options, bad values, empty tables, docs in step."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from asysstats.helptext import rule_help, rules_markdown
+from asysstats.io.schema import TABLES
+from asysstats.registry import COLUMN_KINDS
+from asysstats.rules import REGISTRY
+from asysstats.synth.writer import ENUMS, ReportWriter
+from conftest import fingerprint, run_cli
+
+SINGLE = [r for r in REGISTRY if r.reports == 1]
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "rules.md"
+
+
+@pytest.fixture(scope="module")
+def empty_report(tmp_path_factory) -> Path:
+    """Every table exists, none has rows."""
+    writer = ReportWriter(tmp_path_factory.mktemp("empty") / "empty.asysrep")
+    for name in TABLES:
+        if name not in ENUMS:  # the writer always writes the enumerations
+            writer.create(name)
+    writer.close()
+    return writer.path
+
+
+@pytest.mark.parametrize("rule", list(REGISTRY), ids=lambda r: r.name)
+def test_declaration_is_complete(rule):
+    assert rule.title and rule.help and rule.columns
+    assert len({c.name for c in rule.columns}) == len(rule.columns)
+    assert all(c.kind in COLUMN_KINDS and c.help for c in rule.columns)
+    assert all(o.help for o in rule.all_options)
+    text = rule_help(rule)
+    assert rule.name in text and all(c.name in text for c in rule.columns)
+
+
+@pytest.mark.parametrize("rule", SINGLE, ids=lambda r: r.name)
+def test_empty_tables_give_the_declared_header(rule, empty_report):
+    command = "analyze" if rule.command == "analyze" else "stats"
+    before = fingerprint(empty_report)
+    run = run_cli(command, "-r", rule.name, "--format", "csv", empty_report)
+    assert run.code == 0, run.err
+    assert run.out.splitlines() == [",".join(["Row#"] + [c.name for c in rule.columns]) + ","]
+    assert fingerprint(empty_report) == before
+
+
+@pytest.mark.parametrize("rule", SINGLE, ids=lambda r: r.name)
+def test_bad_option_values_are_one_line_errors(rule, empty_report):
+    command = "analyze" if rule.command == "analyze" else "stats"
+    run = run_cli(command, "-r", f"{rule.name}:no-such-option", empty_report)
+    assert run.code == 2 and run.err.count("\n") == 1 and "no-such-option" in run.err
+    for option in rule.all_options:
+        if option.kind in ("int", "int_list"):
+            run = run_cli(command, "-r", f"{rule.name}:{option.name}=ten", empty_report)
+            assert run.code == 2 and run.err.count("\n") == 1 and f"'{option.name}'" in run.err
+        if option.kind in ("regex", "regex_list"):
+            run = run_cli(command, "-r", f"{rule.name}:{option.name}=(", empty_report)
+            assert run.code == 2 and run.err.count("\n") == 1 and "invalid regular expression" in run.err
+
+
+def test_docs_rules_md_is_generated_from_the_declarations():
+    assert DOCS.read_text(encoding="utf-8") == rules_markdown(REGISTRY), \
+        "docs/rules.md is stale: python -m asysstats.helptext > docs/rules.md"

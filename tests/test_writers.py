@@ -1,0 +1,128 @@
+"""Writers and outputs: CSV quoting and rounding, column/JSON/XLSX, files, pipes, overwrite rules."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from asysstats.engine import Result
+from asysstats.io.format import cells
+from asysstats.io.strings import StringPool
+from asysstats.io.tables import NA
+from asysstats.io.writers import to_column, to_csv
+from asysstats.registry import DECIMAL, INT, PERCENT, TEXT, Column, Rule
+from conftest import fingerprint, run_cli
+
+RULE = Rule("demo", "Demo", "A demo rule.", (
+    Column("Time (%)", PERCENT, "share"), Column("Total (ns)", INT, "total"),
+    Column("Value", DECIMAL, "value"), Column("Name", TEXT, "name")), lambda i, o: {}, ("kernels",))
+
+
+def demo(pool=None) -> Result:
+    pool = pool or StringPool()
+    frame = {"Time (%)": np.array([2.25, 0.05, np.nan]), "Total (ns)": np.array([9021.8, NA, -3.7]),
+             "Value": np.array([1600518599.66, -0.04, 98.75]),
+             "Name": np.array(['say "hi", then: go', None, "plain"], dtype=object)}
+    return Result(RULE, RULE.columns, frame, pool)
+
+
+def test_csv_quotes_text_truncates_integers_and_rounds_half_away():
+    assert to_csv(demo()).splitlines() == [
+        "Row#,Time (%),Total (ns),Value,Name,",
+        '1,2.3,9021,1600518599.7,"say ""hi"", then: go",',
+        '2,0.1,"-",0.0,"-",',
+        '3,"-",-3,98.8,"plain",',
+    ]
+
+
+def test_ratio_unit_changes_percent_decimals():
+    assert to_csv(demo(), decimals=2).splitlines()[1].startswith("1,2.25,9021,")
+    assert cells(PERCENT, np.array([12.3456]), StringPool(), 3).to_pylist() == ["12.346"]
+    assert cells(PERCENT, np.array([12.5]), StringPool(), 0).to_pylist() == ["13"]
+
+
+def test_column_format_aligns():
+    assert to_column(demo()).splitlines() == [
+        "Row#  Time (%)  Total (ns)         Value  Name",
+        "----  --------  ----------  ------------  ------------------",
+        "   1       2.3        9021  1600518599.7  say \"hi\", then: go",
+        "   2       0.1           -           0.0  -",
+        "   3         -          -3          98.8  plain",
+    ]
+
+
+@pytest.fixture
+def report(writer):
+    names = writer.strings(['k"quoted"', "plain"])
+    writer.add("kernels", start=[0, 10, 30], end=[5, 20, 60], deviceId=0, demangledName=[names[0], names[1], names[1]])
+    writer.close()
+    return writer.path
+
+
+def test_json_rows_are_typed(report):
+    run = run_cli("stats", "-r", "hggc_ppu_kern_sum", "--format", "json", report)
+    rows = json.loads(run.out)
+    assert rows[0] == {"Time (%)": 88.9, "Total Time (ns)": 40, "Instances": 2, "Avg (ns)": 20, "Med (ns)": 20,
+                       "Min (ns)": 10, "Max (ns)": 30, "StdDev (ns)": 10, "Name": "plain"}
+
+
+def test_xlsx_file(report, tmp_path):
+    from openpyxl import load_workbook
+
+    run = run_cli("stats", "-r", "hggc_ppu_kern_sum", "--format", "xlsx", "-o", tmp_path / "out", report)
+    assert run.code == 0, run.err
+    book = load_workbook(tmp_path / "out_hggc_ppu_kern_sum.xlsx")
+    sheet = book["hggc_ppu_kern_sum"]
+    assert [c.value for c in sheet[1]][:3] == ["Row#", "Time (%)", "Total Time (ns)"]
+    assert sheet["A1"].font.bold and sheet.freeze_panes == "A2" and sheet.auto_filter.ref.startswith("A1:")
+    assert sheet["C2"].value == 40 and isinstance(sheet["B2"].value, float)
+    assert sheet["J3"].value == 'k"quoted"'
+    assert len(sheet._charts) == 1
+
+
+def test_output_next_to_report_and_overwrite_protection(report):
+    target = report.parent / "report_hggc_ppu_kern_sum.csv"
+    assert run_cli("stats", "-r", "hggc_ppu_kern_sum", "--format", "csv", "-o", ".", report).code == 0
+    first = target.read_text()
+    assert first.startswith("Row#,")
+    run = run_cli("stats", "-r", "hggc_ppu_kern_sum", "--format", "csv", "-o", ".", report)
+    assert run.code == 2 and "exists" in run.err and "-f true" in run.err
+    assert run_cli("stats", "-r", "hggc_ppu_kern_sum:rows=1", "--format", "csv", "-o", ".", "-f", "true",
+                   report).code == 0
+    assert target.read_text() != first
+    assert [p.name for p in report.parent.iterdir() if p.name.startswith(".")] == []
+
+
+def test_missing_output_directory_is_an_error(report, tmp_path):
+    run = run_cli("stats", "-r", "hggc_ppu_kern_sum", "-o", tmp_path / "nowhere" / "x", report)
+    assert run.code == 2 and "does not exist" in run.err
+    assert not (tmp_path / "nowhere").exists()
+
+
+def test_positional_pairing_of_rules_formats_and_outputs(report, tmp_path):
+    run = run_cli("stats", "-r", "hggc_ppu_kern_sum,hggc_ppu_kern_sum:base", "--format", "csv", "--format", "json",
+                  "-o", tmp_path / "a", "-o", "%", report)
+    assert run.code == 0, run.err
+    assert (tmp_path / "a_hggc_ppu_kern_sum.csv").read_text().startswith("Row#")
+    assert json.loads(run.out)[0]["Name"] == "plain"
+
+
+def test_pipe_output_and_its_failure(report, tmp_path):
+    out = tmp_path / "piped.txt"
+    assert run_cli("stats", "-r", "hggc_ppu_kern_sum", "--format", "csv", "-o", f"@cat > {out}", report).code == 0
+    assert out.read_text().startswith("Row#,")
+    run = run_cli("stats", "-r", "hggc_ppu_kern_sum", "-o", "@exit 3", report)
+    assert run.code == 2 and "failed with exit status 3" in run.err
+
+
+def test_closed_pipe_exits_quietly(report):
+    before = fingerprint(report)
+    shell = f"{sys.executable} -m asysstats stats -r hggc_ppu_kern_sum --format csv {report} | head -1"
+    done = subprocess.run(["bash", "-c", "set -o pipefail; " + shell], capture_output=True, text=True, timeout=120)
+    assert done.stdout == "Row#,Time (%),Total Time (ns),Instances,Avg (ns),Med (ns),Min (ns),Max (ns),StdDev (ns),Name,\n"
+    assert "Traceback" not in done.stderr and "Error" not in done.stderr
+    assert fingerprint(report) == before
