@@ -43,6 +43,12 @@ def fingerprint(path: Path) -> tuple[str, int]:
     return hashlib.sha256(path.read_bytes()).hexdigest(), path.stat().st_mtime_ns
 
 
+@pytest.fixture(autouse=True, scope="session")
+def private_cache(tmp_path_factory):
+    """Keep the columnar cache of test runs out of the user's cache folder."""
+    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("xdg-cache"))
+
+
 @pytest.fixture
 def writer(tmp_path: Path):
     """A ReportWriter on a fresh path; call ``.close()`` and use ``.path``."""

@@ -65,7 +65,7 @@ def pad(values: Sequence[str], count: int) -> list[str | None]:
 
 
 def run_requests(command: str, reports: Sequence[str], requests: list[RuleRequest], formats: Sequence[str],
-                 outputs: Sequence[str], force: bool, settings: Settings, default_set: bool) -> None:
+                 outputs: Sequence[str], force: bool, settings: Settings, default_set: bool, cache: bool) -> None:
     rules = [REGISTRY.get(r.name, command) for r in requests]
     parsed = [rule.parse_options(r.options) for rule, r in zip(rules, requests)]
     fmts = [parse_format(f) if f else ("column", 1) for f in pad(formats, len(requests))]
@@ -73,7 +73,7 @@ def run_requests(command: str, reports: Sequence[str], requests: list[RuleReques
     for rule in rules:
         if rule.reports == 2 and len(reports) != 2:
             raise AsysError(f"rule '{rule.name}' compares two reports; give a base and a target report")
-    opened = [open_report(p) for p in reports]
+    opened = [open_report(p, cache=cache) for p in reports]
     for rule, options, (fmt, decimals), out in zip(rules, parsed, fmts, outs):
         sides = [Inputs(r, settings) for r in opened]
         targets = [tuple(sides[:2])] if rule.reports == 2 else sides
@@ -140,6 +140,7 @@ def common_options(func):
         click.option("--help-reports", is_flag=False, flag_value="ALL", default=None, metavar="[ALL|name]",
                      help="List the rules, or show one rule's help."),
         click.option("--help-report", metavar="name", help="Show one rule's options and output columns."),
+        click.option("--no-cache", is_flag=True, help="Do not read or write the columnar cache."),
         click.option("--debug", is_flag=True, help="Show a traceback on errors."),
     ]
     for decorator in reversed(decorators):
@@ -148,7 +149,7 @@ def common_options(func):
 
 
 def execute(command: str, rule_args, reports, formats, outputs, force, filter_time, filter_hgtx, callstack,
-            opconfig, kernel_groups, help_reports, help_report) -> None:
+            opconfig, kernel_groups, help_reports, help_report, no_cache) -> None:
     if help_requested(command, help_reports, help_report):
         return
     if not reports:
@@ -159,7 +160,7 @@ def execute(command: str, rule_args, reports, formats, outputs, force, filter_ti
         requests = [RuleRequest(name) for name in DEFAULT_STATS if name in REGISTRY]
     settings = settings_from(filter_time, filter_hgtx, callstack, opconfig, kernel_groups)
     run_requests(command, reports, requests, formats, outputs, bool_value(force, "--force-overwrite"),
-                 settings, default_set)
+                 settings, default_set, cache=not no_cache)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

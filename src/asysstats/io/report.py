@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from asysstats.errors import AsysError, MissingData
+from asysstats.io.cache import ColumnCache
 from asysstats.io.schema import ASYSREP, DIALECT_MARKERS, NSYS, TABLES, Col, TableSpec
 from asysstats.io.strings import StringPool
 from asysstats.io.tables import EventTable
@@ -47,9 +48,10 @@ def check_report_file(path: Path) -> None:
 class Report:
     """A report database opened read-only; ``load`` returns typed tables."""
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], cache: bool = True) -> None:
         self.path = Path(path)
         check_report_file(self.path)
+        self._column_cache = ColumnCache(self.path) if cache else None
         uri = "file:" + urllib.parse.quote(str(self.path.resolve())) + "?mode=ro"
         try:
             self._con = sqlite3.connect(uri, uri=True, check_same_thread=False)
@@ -111,6 +113,30 @@ class Report:
         return self._cache[key]
 
     def _load_physical(self, spec: TableSpec, table: str, cols: list[Col]) -> EventTable:
+        columns = self._cached(table, cols)
+        if len({len(v) for v in columns.values()}) > 1:  # an inconsistent cache entry: read again
+            self._column_cache.drop(table)  # type: ignore[union-attr]
+            columns = {}
+        missing = [c for c in cols if c.name not in columns]
+        if missing:
+            arrow = self._read_arrow(table, self._select(table, missing), missing)
+            for col in missing:
+                columns[col.name] = arrow.column(col.name)
+                if self._column_cache is not None:
+                    self._column_cache.put(table, col.name, columns[col.name])
+        if len({len(v) for v in columns.values()}) > 1:
+            self._column_cache.drop(table)  # type: ignore[union-attr]
+            arrow = self._read_arrow(table, self._select(table, cols), cols)
+            columns = {c.name: arrow.column(c.name) for c in cols}
+        return EventTable({c.name: self._to_numpy(columns[c.name], c, table) for c in cols})
+
+    def _cached(self, table: str, cols: list[Col]) -> dict[str, pa.ChunkedArray]:
+        if self._column_cache is None:
+            return {}
+        found = {c.name: self._column_cache.get(table, c.name) for c in cols}
+        return {k: v for k, v in found.items() if v is not None}
+
+    def _select(self, table: str, cols: list[Col]) -> str:
         present = set(self.table_columns(table))
         select = []
         for col in cols:
@@ -118,9 +144,7 @@ class Report:
             if source is None and col.required:
                 raise AsysError(f"{self.path}: table {table} has no column {col.physical()[0]}")
             select.append(f'"{source}"' if source else "NULL")
-        query = f'SELECT {", ".join(f"{s} AS {c.name}" for s, c in zip(select, cols))} FROM "{table}"'
-        arrow = self._read_arrow(table, query, cols)
-        return EventTable({c.name: self._to_numpy(arrow.column(c.name), c, table) for c in cols})
+        return f'SELECT {", ".join(f"{s} AS {c.name}" for s, c in zip(select, cols))} FROM "{table}"'
 
     def _read_arrow(self, table: str, query: str, cols: list[Col]) -> pa.Table:
         try:
@@ -187,9 +211,9 @@ class Report:
         return rows[0][0] if rows else None
 
 
-def open_report(path: str | os.PathLike[str]) -> Report:
+def open_report(path: str | os.PathLike[str], cache: bool = True) -> Report:
     """Open any supported report file (the one entry point the CLI uses)."""
-    return Report(path)
+    return Report(path, cache=cache)
 
 
 def derive_ids(table: EventTable) -> EventTable:

@@ -1,0 +1,94 @@
+"""The columnar cache: columns read from a report, kept as Arrow IPC files and memory-mapped
+on reuse, under ``$XDG_CACHE_HOME/asysstats`` (never next to or inside the report).
+
+An entry is a folder named by a hash of the report's resolved path; its ``stamp.json``
+holds the report's size and modification time. A stamp that differs (the report changed)
+empties the folder; a file that does not read back (truncated, corrupt) is deleted and read
+again from the report. The cache stores columns as read (inline text as text), so
+run-specific string ids are never cached. Failures to write are ignored: the cache is an
+optimisation, never a source of truth.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pyarrow as pa
+
+from asysstats.io.outputs import write_atomically
+
+VERSION = 1
+
+
+def cache_root() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "asysstats"
+
+
+class ColumnCache:
+    """Cached columns of one report, one IPC file per (physical table, column)."""
+
+    def __init__(self, report: Path, root: Path | None = None) -> None:
+        resolved = report.resolve()
+        info = resolved.stat()
+        self.folder = (root or cache_root()) / hashlib.sha256(str(resolved).encode()).hexdigest()[:32]
+        self._stamp = {"path": str(resolved), "size": info.st_size, "mtime_ns": info.st_mtime_ns, "version": VERSION}
+        self.enabled = self._prepare()
+
+    def _prepare(self) -> bool:
+        try:
+            stamp_file = self.folder / "stamp.json"
+            if stamp_file.exists():
+                try:
+                    if json.loads(stamp_file.read_text()) == self._stamp:
+                        return True
+                except (OSError, ValueError):
+                    pass
+                shutil.rmtree(self.folder, ignore_errors=True)
+            self.folder.mkdir(parents=True, exist_ok=True)
+            _atomic_write(stamp_file, json.dumps(self._stamp).encode())
+            return True
+        except OSError:
+            return False
+
+    def _file(self, table: str, column: str) -> Path:
+        return self.folder / f"{table}.{column}.arrow"
+
+    def get(self, table: str, column: str) -> pa.ChunkedArray | None:
+        """The cached column, memory-mapped; None when absent or unreadable (then deleted)."""
+        if not self.enabled:
+            return None
+        path = self._file(table, column)
+        if not path.exists():
+            return None
+        try:
+            with pa.memory_map(str(path)) as source:
+                return pa.ipc.open_file(source).read_all().column(0)
+        except (OSError, pa.ArrowException, IndexError):
+            path.unlink(missing_ok=True)
+            return None
+
+    def put(self, table: str, column: str, values: pa.ChunkedArray) -> None:
+        if not self.enabled:
+            return
+        try:
+            sink = pa.BufferOutputStream()
+            frame = pa.table({column: values})
+            with pa.ipc.new_file(sink, frame.schema) as writer:
+                writer.write_table(frame)
+            _atomic_write(self._file(table, column), sink.getvalue().to_pybytes())
+        except (OSError, pa.ArrowException):
+            pass
+
+    def drop(self, table: str) -> None:
+        """Forget every column of a table (after an inconsistency)."""
+        for path in self.folder.glob(f"{table}.*.arrow"):
+            path.unlink(missing_ok=True)
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    write_atomically(path, data, force=True)

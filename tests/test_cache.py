@@ -1,0 +1,58 @@
+"""The columnar cache: reuse, invalidation on change, rebuild after corruption, opt-out."""
+
+from __future__ import annotations
+
+import os
+
+from asysstats.io.cache import ColumnCache, cache_root
+from asysstats.synth.writer import ReportWriter
+from conftest import run_cli
+
+
+def build(path, durations):
+    writer = ReportWriter(path)
+    name = writer.string("k")
+    writer.add("kernels", start=[0] * len(durations), end=durations, deviceId=0, demangledName=name)
+    writer.close()
+    return path
+
+
+def total(path, *extra):
+    run = run_cli("stats", "-r", "hggc_ppu_kern_sum:column=Total Time (ns)", "--format", "csv", *extra, path)
+    assert run.code == 0, run.err
+    return int(run.out.splitlines()[1].split(",")[1])
+
+
+def test_cache_is_written_outside_the_report_folder_and_reused(tmp_path):
+    path = build(tmp_path / "r.asysrep", [10, 20])
+    assert total(path) == 30
+    entry = ColumnCache(path).folder
+    files = sorted(p.name for p in entry.glob("*.arrow"))
+    assert "HGPTI_ACTIVITY_KIND_KERNEL.start.arrow" in files
+    assert entry.is_relative_to(cache_root()) and sorted(p.name for p in tmp_path.iterdir()) == ["r.asysrep"]
+    assert total(path) == 30
+
+
+def test_modified_report_invalidates_its_entry(tmp_path):
+    path = build(tmp_path / "r.asysrep", [10, 20])
+    assert total(path) == 30
+    build(path, [5, 5, 5])
+    os.utime(path, ns=(1, 1))  # a different modification time as well as size
+    assert total(path) == 15
+
+
+def test_truncated_or_corrupt_cache_file_is_rebuilt(tmp_path):
+    path = build(tmp_path / "r.asysrep", [10, 20])
+    assert total(path) == 30
+    entry = ColumnCache(path).folder
+    start = entry / "HGPTI_ACTIVITY_KIND_KERNEL.start.arrow"
+    start.write_bytes(start.read_bytes()[:20])
+    (entry / "HGPTI_ACTIVITY_KIND_KERNEL.end.arrow").write_bytes(b"garbage")
+    assert total(path) == 30
+    assert total(path) == 30
+
+
+def test_no_cache_reads_and_writes_nothing(tmp_path):
+    path = build(tmp_path / "r.asysrep", [7])
+    assert total(path, "--no-cache") == 7
+    assert not list(ColumnCache(path).folder.glob("*.arrow"))
