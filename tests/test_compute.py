@@ -44,6 +44,21 @@ def test_grouped_stats_match_brute_force(rows):
         assert np.isclose(stats["std"][i], statistics.pstdev(vals), atol=1e-6)
 
 
+@SETTINGS
+@given(st.lists(st.tuples(st.integers(-2, 2), st.integers(0, 3), st.integers(-5, 40)), max_size=40))
+def test_grouped_stats_with_two_keys_keeps_the_groups_api(rows):
+    a = np.array([r[0] for r in rows], dtype=np.int64)
+    b = np.array([r[1] for r in rows], dtype=np.int64)
+    values = np.array([r[2] for r in rows], dtype=np.int64)
+    groups, stats = grouped.grouped_stats([a, b], values)
+    reference = grouped.group_by([a, b], values)
+    assert [k.tolist() for k in groups.keys] == [k.tolist() for k in reference.keys]
+    assert groups.bounds.tolist() == reference.bounds.tolist()
+    assert np.array_equal(values[groups.order], values[reference.order])
+    assert groups.label().tolist() == reference.label().tolist()
+    assert groups.first(values).tolist() == stats["min"].tolist()
+
+
 def test_stddev_and_median_follow_the_reference_example():
     _, stats = grouped.grouped_stats([np.zeros(2, np.int64)], np.array([4562345, 3474616]))
     assert int(stats["std"][0]) == 543864 and int(stats["median"][0]) == 4018480

@@ -8,19 +8,28 @@ deviations are floats; writers truncate them for integer columns (conventions 1-
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Sequence
+import functools
+from typing import Callable, Sequence
 
 import numpy as np
 
 
-@dataclass(frozen=True)
 class Groups:
-    """Rows sorted by key (then value): ``order`` permutes rows, ``bounds`` cut the groups."""
+    """Rows sorted by key (then value): ``order`` permutes rows, ``bounds`` cut the groups.
 
-    order: np.ndarray
-    bounds: np.ndarray  # start offset of each group in sorted order, plus len at the end
-    keys: tuple[np.ndarray, ...]  # one value per group for each key
+    ``order`` may be computed lazily: the fast path of :func:`grouped_stats` needs only a
+    sort of packed keys, and the permutation is built the first time someone asks for it.
+    """
+
+    def __init__(self, bounds: np.ndarray, keys: tuple[np.ndarray, ...],
+                 order: np.ndarray | Callable[[], np.ndarray]) -> None:
+        self.bounds = bounds  # start offset of each group in sorted order, plus len at the end
+        self.keys = keys  # one value per group for each key
+        self._order = order
+
+    @functools.cached_property
+    def order(self) -> np.ndarray:
+        return self._order() if callable(self._order) else self._order
 
     @property
     def size(self) -> np.ndarray:
@@ -52,7 +61,7 @@ def group_by(keys: Sequence[np.ndarray], values: np.ndarray | None = None) -> Gr
     keys = [np.asarray(k) for k in keys]
     n = len(keys[0]) if keys else (0 if values is None else len(values))
     if n == 0:
-        return Groups(np.empty(0, np.int64), np.zeros(1, np.int64), tuple(k[:0] for k in keys))
+        return Groups(np.zeros(1, np.int64), tuple(k[:0] for k in keys), np.empty(0, np.int64))
     sort_keys = ([np.asarray(values)] if values is not None else []) + keys[::-1]
     order = np.lexsort(sort_keys) if sort_keys else np.arange(n)
     change = np.zeros(n, dtype=bool)
@@ -62,31 +71,71 @@ def group_by(keys: Sequence[np.ndarray], values: np.ndarray | None = None) -> Gr
         change[1:] |= ks[1:] != ks[:-1]
     starts = np.flatnonzero(change)
     bounds = np.append(starts, n).astype(np.int64)
-    return Groups(order, bounds, tuple(k[order[starts]] for k in keys))
+    return Groups(bounds, tuple(k[order[starts]] for k in keys), order)
+
+
+def dense_group_ids(keys: Sequence[np.ndarray]) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
+    """A dense id per row, numbered in the lexicographic order of the key tuples, and the
+    key values of each id."""
+    from asysstats.io.strings import distinct
+
+    gid = np.zeros(len(keys[0]), dtype=np.int64)
+    uniques = []
+    for key in keys:
+        uniq, index = distinct(key) if key.dtype.kind in "iu" else np.unique(key, return_inverse=True)
+        gid = gid * len(uniq) + index.reshape(-1)
+        uniques.append(uniq)
+    used, gid = distinct(gid)
+    radix = [len(u) for u in uniques]
+    values, rest = [], used
+    for size in reversed(radix):
+        values.append(rest % size)
+        rest = rest // size
+    return gid, tuple(u[v] for u, v in zip(uniques, reversed(values)))
 
 
 def grouped_stats(keys: Sequence[np.ndarray], values: np.ndarray) -> tuple[Groups, dict[str, np.ndarray]]:
-    """Count, sum, mean, median, min, max and population stddev of ``values`` per group."""
+    """Count, sum, mean, median, min, max and population stddev of ``values`` per group.
+
+    Integer values take a fast path: (group, value) packed into one int64 and sorted with
+    ``np.sort`` (several times faster than ``lexsort``); other values are lexsorted."""
     values = np.asarray(values)
+    keys = [np.asarray(k) for k in keys]
+    if len(values) and values.dtype.kind in "iu" and keys and all(k.dtype.kind in "iu" for k in keys) \
+            and np.prod([float(np.ptp(k)) + 1 for k in keys]) < 2.0 ** 62:
+        gid, key_values = dense_group_ids(keys)
+        low = int(values.min())
+        shift = max(int(values.max()) - low, 1).bit_length()
+        if shift + max(len(key_values[0]), 1).bit_length() < 63:
+            packed = (gid << shift) | (values - low)
+            ordered = np.sort(packed)
+            starts = np.flatnonzero(np.diff(ordered >> shift, prepend=-1))
+            bounds = np.append(starts, len(values)).astype(np.int64)
+            groups = Groups(bounds, key_values, lambda: np.argsort(packed, kind="stable"))
+            return groups, stats_of_ordered(bounds, (ordered & ((1 << shift) - 1)) + low)
     groups = group_by(keys, values)
     return groups, stats_of_sorted(groups, values)
 
 
 def stats_of_sorted(groups: Groups, values: np.ndarray) -> dict[str, np.ndarray]:
     """Statistics per group for ``groups`` built with ``values`` as the in-group sort key."""
-    size = groups.size
     if groups.count == 0:
+        return stats_of_ordered(groups.bounds, np.asarray(values)[:0])
+    return stats_of_ordered(groups.bounds, np.asarray(values)[groups.order])
+
+
+def stats_of_ordered(bounds: np.ndarray, ordered: np.ndarray) -> dict[str, np.ndarray]:
+    """Statistics of consecutive groups ``ordered[bounds[i]:bounds[i+1]]``, each sorted."""
+    size = np.diff(bounds)
+    if len(size) == 0:
         empty_f = np.empty(0, dtype=np.float64)
-        return {"count": size, "sum": np.empty(0, values.dtype), "mean": empty_f, "median": empty_f,
-                "min": np.empty(0, values.dtype), "max": np.empty(0, values.dtype), "std": empty_f}
-    ordered = values[groups.order]
-    lo = groups.bounds[:-1]
-    hi = groups.bounds[1:] - 1
+        return {"count": size, "sum": ordered[:0], "mean": empty_f, "median": empty_f,
+                "min": ordered[:0], "max": ordered[:0], "std": empty_f}
+    lo = bounds[:-1]
+    hi = bounds[1:] - 1
     total = np.add.reduceat(ordered, lo)
     mean = total / size
-    mid_lo = lo + (size - 1) // 2
-    mid_hi = lo + size // 2
-    median = (ordered[mid_lo].astype(np.float64) + ordered[mid_hi].astype(np.float64)) / 2.0
+    median = (ordered[lo + (size - 1) // 2].astype(np.float64) + ordered[lo + size // 2].astype(np.float64)) / 2.0
     deviation = ordered - np.repeat(mean, size)
     std = np.sqrt(np.add.reduceat(deviation * deviation, lo) / size)
     return {"count": size, "sum": total, "mean": mean, "median": median,

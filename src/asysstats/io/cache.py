@@ -73,16 +73,18 @@ class ColumnCache:
             return None
 
     def put(self, table: str, column: str, values: pa.ChunkedArray) -> None:
+        """Store a column (written to a temporary file, then renamed into place)."""
         if not self.enabled:
             return
+        target = self._file(table, column)
+        temp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
         try:
-            sink = pa.BufferOutputStream()
             frame = pa.table({column: values})
-            with pa.ipc.new_file(sink, frame.schema) as writer:
+            with pa.OSFile(str(temp), "wb") as sink, pa.ipc.new_file(sink, frame.schema) as writer:
                 writer.write_table(frame)
-            _atomic_write(self._file(table, column), sink.getvalue().to_pybytes())
+            os.replace(temp, target)
         except (OSError, pa.ArrowException):
-            pass
+            temp.unlink(missing_ok=True)
 
     def drop(self, table: str) -> None:
         """Forget every column of a table (after an inconsistency)."""

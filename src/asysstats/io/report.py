@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import urllib.parse
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -24,6 +25,7 @@ from asysstats.io.strings import StringPool
 from asysstats.io.tables import EventTable
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
+PARALLEL_READ_ROWS = 1_000_000  # tables with more rows are read in slices on parallel threads
 
 
 def check_report_file(path: Path) -> None:
@@ -148,10 +150,8 @@ class Report:
 
     def _read_arrow(self, table: str, query: str, cols: list[Col]) -> pa.Table:
         try:
-            import connectorx
-
-            result = connectorx.read_sql(self._cx_uri(), query, return_type="arrow")
-            if isinstance(result, pa.Table) and result.num_columns == len(cols):
+            result = self._read_connectorx(table, query)
+            if result.num_columns == len(cols):
                 return result
         except Exception:  # connectorx rejects mixed-type columns and some NULL-only columns
             pass
@@ -163,12 +163,28 @@ class Report:
             bad = next((c.name for c, a in zip(cols, arrays) if not values_fit(c, a)), "?")
             raise AsysError(f"{self.path}: table {table}, column {bad}: values of the wrong type ({exc})") from exc
 
+    def _read_connectorx(self, table: str, query: str) -> pa.Table:
+        """Read with connectorx; large tables in rowid slices on parallel threads, kept in order."""
+        import connectorx
+
+        lo, hi = self._query(table, f'SELECT min(rowid), max(rowid) FROM "{table}"')[0]
+        parts = min(os.cpu_count() or 1, 4)
+        if lo is None or hi - lo < PARALLEL_READ_ROWS or parts < 2:
+            return connectorx.read_sql(self._cx_uri(), query, return_type="arrow")
+        step = (hi - lo) // parts + 1
+        queries = [f"{query} WHERE rowid >= {lo + i * step} AND rowid < {lo + (i + 1) * step}" for i in range(parts)]
+        with ThreadPoolExecutor(parts) as pool:
+            tables = list(pool.map(lambda q: connectorx.read_sql(self._cx_uri(), q, return_type="arrow"), queries))
+        return pa.concat_tables(tables)
+
     def _cx_uri(self) -> str:
         return "sqlite://" + urllib.parse.quote(str(self.path.resolve()))
 
     def _to_numpy(self, column: pa.ChunkedArray, col: Col, table: str) -> np.ndarray:
         if col.kind == "text":
             return self._intern_text(column)
+        if column.null_count == len(column):  # connectorx types an empty NULL column as string
+            column = pa.chunked_array([pa.nulls(len(column), pa.int64())])
         if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
             raise AsysError(f"{self.path}: table {table}, column {col.name}: text where numbers are expected")
         if col.required and column.null_count:
