@@ -7,8 +7,11 @@ The database is opened with ``mode=ro``; nothing is ever written next to or into
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import sqlite3
+import tempfile
 import urllib.parse
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -25,6 +28,7 @@ from asysstats.io.strings import StringPool
 from asysstats.io.tables import EventTable
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
+LOCK_TIMEOUT_S = 2.0  # how long to wait for a writer's lock before giving up
 PARALLEL_READ_ROWS = 1_000_000  # tables with more rows are read in slices on parallel threads
 
 
@@ -47,6 +51,30 @@ def check_report_file(path: Path) -> None:
             f"'asys export -o {path.stem}.sqlite {path.name}'")
 
 
+def readable_file(path: Path) -> Path:
+    """The file to read: the report itself, or for a WAL-mode database (whose read-only
+    opening would create ``-shm``/``-wal`` files beside it) a private checkpointed copy
+    that includes the pages still in its ``-wal`` file."""
+    with path.open("rb") as handle:
+        header = handle.read(20)
+    if len(header) < 20 or header[18] != 2:  # file format write version 2 = WAL
+        return path
+    folder = Path(tempfile.mkdtemp(prefix="asysstats-"))
+    atexit.register(shutil.rmtree, folder, True)
+    copy = folder / path.name
+    shutil.copyfile(path, copy)
+    wal = path.with_name(path.name + "-wal")
+    if wal.exists():
+        shutil.copyfile(wal, folder / wal.name)
+    try:
+        con = sqlite3.connect(copy)
+        con.execute("PRAGMA journal_mode=DELETE")
+        con.close()
+    except sqlite3.DatabaseError as exc:
+        raise AsysError(f"{path}: unreadable SQLite database in WAL mode ({exc})") from exc
+    return copy
+
+
 class Report:
     """A report database opened read-only; ``load`` returns typed tables."""
 
@@ -54,13 +82,16 @@ class Report:
         self.path = Path(path)
         check_report_file(self.path)
         self._column_cache = ColumnCache(self.path) if cache else None
-        uri = "file:" + urllib.parse.quote(str(self.path.resolve())) + "?mode=ro"
         try:
-            self._con = sqlite3.connect(uri, uri=True, check_same_thread=False)
+            self._file = readable_file(self.path)
+            uri = "file:" + urllib.parse.quote(str(self._file.resolve())) + "?mode=ro"
+            self._con = sqlite3.connect(uri, uri=True, check_same_thread=False, timeout=LOCK_TIMEOUT_S)
             self._con.text_factory = lambda b: b.decode("utf-8", errors="replace")
             names = [r[0] for r in self._con.execute("SELECT name FROM sqlite_master WHERE type='table'")]
         except sqlite3.DatabaseError as exc:
             raise AsysError(f"{self.path}: unreadable SQLite database ({exc})") from exc
+        except OSError as exc:
+            raise AsysError(f"{self.path}: cannot read ({exc})") from exc
         self._tables = set(names)
         self._columns: dict[str, list[str]] = {}
         self.dialect = self._detect_dialect()
@@ -178,7 +209,7 @@ class Report:
         return pa.concat_tables(tables)
 
     def _cx_uri(self) -> str:
-        return "sqlite://" + urllib.parse.quote(str(self.path.resolve()))
+        return "sqlite://" + urllib.parse.quote(str(self._file.resolve()))
 
     def _to_numpy(self, column: pa.ChunkedArray, col: Col, table: str) -> np.ndarray:
         if col.kind == "text":

@@ -63,7 +63,12 @@ class StringPool:
 
     def text(self, key: int) -> str:
         self.load([key])
-        return self._by_id.get(int(key), "-") if key >= 0 else "-"
+        return self._resolved(int(key)) if key >= 0 else "-"
+
+    def _resolved(self, key: int) -> str:
+        """The string of a loaded id; an id the report does not define stays recognisable."""
+        value = self._by_id.get(key)
+        return value if value is not None else f"<unknown string {key}>"
 
     def map_distinct(self, ids: np.ndarray, fn: Callable[[str], str]) -> np.ndarray:
         """Per-row ids of ``fn(text)``, computing ``fn`` once per distinct id."""
@@ -74,7 +79,7 @@ class StringPool:
             return out
         uniq, inverse = distinct(ids[valid])
         self.load(uniq.tolist())
-        mapped = self.intern(fn(self._by_id.get(int(u), "")) for u in uniq)
+        mapped = self.intern(fn(self._resolved(int(u))) for u in uniq)
         out[valid] = mapped[inverse]
         return out
 
@@ -91,7 +96,7 @@ class StringPool:
             return out
         uniq, inverse = distinct(ids[valid])
         self.load(uniq.tolist())
-        values = np.array([self._by_id.get(int(u)) for u in uniq], dtype=object)
+        values = np.array([self._resolved(int(u)) for u in uniq], dtype=object)
         out[valid] = values[inverse]
         return out
 
