@@ -201,6 +201,11 @@ def sample(out: Path, scale: int, seed: int, force: str, debug: bool) -> None:
     write_sample(out, scale=scale, seed=seed, force=bool_value(force, "--force-overwrite"))
 
 
+def one_line(message: str) -> str:
+    """Error messages quote user text; control characters in it must not break the line."""
+    return message.replace("\r", "\\r").replace("\n", "\\n")
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args
@@ -209,13 +214,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     except AsysError as exc:
         if debug:
             traceback.print_exc()
-        click.echo(f"error: {exc}", err=True)
+        click.echo(f"error: {one_line(str(exc))}", err=True)
         sys.exit(2)
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
         sys.exit(130)
     except click.ClickException as exc:
-        click.echo(f"error: {exc.format_message()}", err=True)
+        click.echo(f"error: {one_line(exc.format_message())}", err=True)
         sys.exit(2)
     except BrokenPipeError:
         devnull = os.open(os.devnull, os.O_WRONLY)
@@ -226,5 +231,5 @@ def main(argv: Sequence[str] | None = None) -> None:
     except Exception as exc:  # an unexpected failure is still one line unless --debug
         if debug:
             traceback.print_exc()
-        click.echo(f"error: internal error: {type(exc).__name__}: {exc} (rerun with --debug)", err=True)
+        click.echo(f"error: internal error: {type(exc).__name__}: {one_line(str(exc))} (rerun with --debug)", err=True)
         sys.exit(3)
