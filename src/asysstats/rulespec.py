@@ -84,7 +84,7 @@ def parse_pairs(values: list[str] | tuple[str, ...], what: str) -> list[tuple[st
             path = Path(value[1:])
             try:
                 text = path.read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError) as exc:
+            except (OSError, UnicodeDecodeError, ValueError) as exc:
                 raise AsysError(f"{what}: cannot read {path}: {exc}") from exc
             items += [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
         else:
