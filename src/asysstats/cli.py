@@ -16,6 +16,7 @@ from asysstats.helptext import rule_help, rules_list
 from asysstats.io.outputs import CONSOLE, deliver, destination
 from asysstats.io.report import open_report
 from asysstats.io.writers import FORMATS, render
+from asysstats.quality import CHECK
 from asysstats.rules import DEFAULT_STATS, REGISTRY
 from asysstats.rulespec import RuleRequest, parse_pairs, parse_rule_args
 
@@ -66,7 +67,7 @@ def pad(values: Sequence[str], count: int) -> list[str | None]:
 
 def run_requests(command: str, reports: Sequence[str], requests: list[RuleRequest], formats: Sequence[str],
                  outputs: Sequence[str], force: bool, settings: Settings, default_set: bool, cache: bool) -> None:
-    rules = [REGISTRY.get(r.name, command) for r in requests]
+    rules = [CHECK if (command, r.name) == ("stats", CHECK.name) else REGISTRY.get(r.name, command) for r in requests]
     parsed = [rule.parse_options(r.options) for rule, r in zip(rules, requests)]
     fmts = [parse_format(f) if f else ("column", 1) for f in pad(formats, len(requests))]
     outs = pad(outputs, len(requests))
@@ -74,8 +75,10 @@ def run_requests(command: str, reports: Sequence[str], requests: list[RuleReques
         if rule.reports == 2 and len(reports) != 2:
             raise AsysError(f"rule '{rule.name}' compares two reports; give a base and a target report")
     opened = [open_report(p, cache=cache) for p in reports]
+    used: list[Inputs] = []  # their data-quality notes are printed after the run
     for rule, options, (fmt, decimals), out in zip(rules, parsed, fmts, outs):
         sides = [Inputs(r, settings) for r in opened]
+        used += sides
         targets = [tuple(sides[:2])] if rule.reports == 2 else sides
         for report, inputs in zip(opened, targets):
             try:
@@ -91,6 +94,8 @@ def run_requests(command: str, reports: Sequence[str], requests: list[RuleReques
             if dest.kind == CONSOLE and shown == "column" and (len(requests) > 1 or default_set):
                 click.echo(f"\n** {rule.title} ({rule.name}):\n")
             deliver(content, dest, force)
+    for note in dict.fromkeys(note for side in used for note in side.notes):
+        click.echo(f"note: {note}", err=True)
 
 
 def help_requested(command: str, help_reports: str | None, help_report: str | None) -> bool:
@@ -106,8 +111,13 @@ def help_requested(command: str, help_reports: str | None, help_report: str | No
     return False
 
 
-def settings_from(filter_time, filter_hgtx, callstack, opconfig, kernel_groups) -> Settings:
+def settings_from(filter_time, filter_hgtx, callstack, opconfig, kernel_groups, keep_suspect_events=False,
+                  device_spec=None) -> Settings:
+    from asysstats.operators.catalog import read_device_spec
+
     return Settings(
+        keep_suspect_events=keep_suspect_events,
+        device_specs=read_device_spec(device_spec) if device_spec else (),
         filter_time=parse_filter_time(filter_time),
         filter_hgtx=filter_hgtx,
         callstack_groups=tuple(parse_pairs(callstack, "--callstack-group-config")),
@@ -128,7 +138,7 @@ def bool_value(text: str, what: str) -> bool:
 def common_options(func):
     decorators = [
         click.argument("reports", nargs=-1, type=click.Path(dir_okay=True, path_type=str)),
-        click.option("--format", "formats", multiple=True, help="column|csv|json|xlsx[:ratio=.N%], by position."),
+        click.option("--format", "formats", multiple=True, help="column|csv|json|xlsx[:ratio=.N%] or py (a script rule), by position."),
         click.option("-o", "--output", "outputs", multiple=True, help="%, @command, '.', or <dir>/<prefix>, by position."),
         click.option("-f", "--force-overwrite", "force", default="false", metavar="true|false",
                      help="Overwrite existing output files."),
@@ -141,6 +151,10 @@ def common_options(func):
                      help="List the rules, or show one rule's help."),
         click.option("--help-report", metavar="name", help="Show one rule's options and output columns."),
         click.option("--no-cache", is_flag=True, help="Do not read or write the columnar cache."),
+        click.option("--device-spec", metavar="FILE", help="JSON peak figures of devices for the operator "
+                     "utilisations (see docs/operators.md)."),
+        click.option("--keep-suspect-events", is_flag=True,
+                     help="Keep events with end < start or longer than the capture (left out by default)."),
         click.option("--debug", is_flag=True, help="Show a traceback on errors."),
     ]
     for decorator in reversed(decorators):
@@ -149,16 +163,20 @@ def common_options(func):
 
 
 def execute(command: str, rule_args, reports, formats, outputs, force, filter_time, filter_hgtx, callstack,
-            opconfig, kernel_groups, help_reports, help_report, no_cache) -> None:
+            opconfig, kernel_groups, help_reports, help_report, no_cache, keep_suspect_events, check=False,
+            device_spec=None) -> None:
     if help_requested(command, help_reports, help_report):
         return
     if not reports:
         raise AsysError(f"asys {command}: no report given")
     requests = parse_rule_args(rule_args)
-    default_set = not requests
+    default_set = not requests and not check
     if default_set:
         requests = [RuleRequest(name) for name in DEFAULT_STATS if name in REGISTRY]
-    settings = settings_from(filter_time, filter_hgtx, callstack, opconfig, kernel_groups)
+    if check:
+        requests.insert(0, RuleRequest(CHECK.name))
+    settings = settings_from(filter_time, filter_hgtx, callstack, opconfig, kernel_groups, keep_suspect_events,
+                             device_spec)
     run_requests(command, reports, requests, formats, outputs, bool_value(force, "--force-overwrite"),
                  settings, default_set, cache=not no_cache)
 
@@ -170,6 +188,7 @@ def asys() -> None:
 
 @asys.command()
 @click.option("-r", "--report", "rule_args", multiple=True, help="Rules: name[:opt=val[:flag]][,name...].")
+@click.option("--check", is_flag=True, help="Print the report's data-quality problems (a table; before any -r rules).")
 @common_options
 def stats(rule_args, **kwargs) -> None:
     """Run statistics rules on REPORTS (two reports for the comparison rules)."""
@@ -186,6 +205,32 @@ def analyze(rule_args, **kwargs) -> None:
     if kwargs.get("reports") and not rule_args:
         rule_args = tuple(r.name for r in REGISTRY if r.command == "analyze")
     execute("analyze", rule_args, **kwargs)
+
+
+@asys.command()
+@click.argument("base")
+@click.argument("target")
+@click.option("-o", "--output", help="<dir>/<prefix>: files <prefix>_<rule>.csv (default: <base>_vs_<target>).")
+@click.option("-f", "--force-overwrite", "force", default="false", metavar="true|false",
+              help="Overwrite existing output files.")
+@click.option("--filter-hgtx", help="<range>[@<domain>][/<index>]: compare inside that HGTX range of each report.")
+@click.option("--ppu-op-config", "opconfig", multiple=True, help="Type=kernel:<re> or Type=hgtx:<re>.")
+@click.option("--fail-if-slower", type=click.FloatRange(min=0), metavar="PERCENT",
+              help="Exit 1 when the target's total time exceeds the base's by more than PERCENT.")
+@click.option("--fail-on", default="ppu_kernel_summary_compare", metavar="RULE",
+              help="The comparison whose total --fail-if-slower checks (default: ppu_kernel_summary_compare).")
+@click.option("--no-cache", is_flag=True, help="Do not read or write the columnar cache.")
+@click.option("--debug", is_flag=True, help="Show a traceback on errors.")
+def compare(base, target, output, force, filter_hgtx, opconfig, fail_if_slower, fail_on, no_cache, debug) -> None:
+    """Compare TARGET with BASE: the default comparison set, a console summary and CSV files."""
+    from asysstats.compare import run_compare
+
+    settings = settings_from(None, filter_hgtx, (), opconfig, ())
+    text, status = run_compare(base, target, output, bool_value(force, "--force-overwrite"), settings,
+                               fail_if_slower, fail_on, cache=not no_cache)
+    click.echo(text, nl=False)
+    if status:
+        sys.exit(status)
 
 
 @asys.command()
@@ -211,6 +256,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     debug = "--debug" in args
     try:
         asys.main(args=args, prog_name="asys", standalone_mode=False)
+        sys.stdout.flush()  # a closed pipe surfaces here, inside the handler below
     except AsysError as exc:
         if debug:
             traceback.print_exc()

@@ -52,26 +52,28 @@ def check_report_file(path: Path) -> None:
 
 
 def readable_file(path: Path) -> Path:
-    """The file to read: the report itself, or for a WAL-mode database (whose read-only
-    opening would create ``-shm``/``-wal`` files beside it) a private checkpointed copy
-    that includes the pages still in its ``-wal`` file."""
+    """The file to read: the report itself, or a private copy when reading it in place
+    would write beside it — a WAL-mode database (its ``-wal`` pages are checkpointed into
+    the copy) or one with a hot ``-journal`` (rolled back in the copy)."""
     with path.open("rb") as handle:
         header = handle.read(20)
-    if len(header) < 20 or header[18] != 2:  # file format write version 2 = WAL
+    wal = len(header) >= 20 and header[18] == 2  # file format write version 2 = WAL
+    sidecars = [path.with_name(path.name + s) for s in ("-wal", "-journal")]
+    present = [s for s in sidecars if s.exists() and s.stat().st_size > 0]
+    if not wal and not present:
         return path
     folder = Path(tempfile.mkdtemp(prefix="asysstats-"))
     atexit.register(shutil.rmtree, folder, True)
     copy = folder / path.name
     shutil.copyfile(path, copy)
-    wal = path.with_name(path.name + "-wal")
-    if wal.exists():
-        shutil.copyfile(wal, folder / wal.name)
+    for sidecar in present:
+        shutil.copyfile(sidecar, folder / sidecar.name)
     try:
         con = sqlite3.connect(copy)
         con.execute("PRAGMA journal_mode=DELETE")
         con.close()
     except sqlite3.DatabaseError as exc:
-        raise AsysError(f"{path}: unreadable SQLite database in WAL mode ({exc})") from exc
+        raise AsysError(f"{path}: unreadable SQLite database ({exc})") from exc
     return copy
 
 
@@ -214,14 +216,12 @@ class Report:
     def _to_numpy(self, column: pa.ChunkedArray, col: Col, table: str) -> np.ndarray:
         if col.kind == "text":
             return self._intern_text(column)
-        if column.null_count == len(column):  # connectorx types an empty NULL column as string
+        if column.null_count == len(column):  # connectorx may type an all-NULL column as text
             column = pa.chunked_array([pa.nulls(len(column), pa.int64())])
         if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
             raise AsysError(f"{self.path}: table {table}, column {col.name}: text where numbers are expected")
         if col.required and column.null_count:
             raise AsysError(f"{self.path}: table {table}, column {col.name}: {column.null_count} NULL values")
-        if pa.types.is_null(column.type):
-            column = pa.chunked_array([pa.nulls(len(column), pa.int64())])
         dtype = np.float64 if col.kind == "float" else np.int64
         filled = pc.fill_null(column.cast(pa.float64() if col.kind == "float" else pa.int64()), col.fill)
         return filled.to_numpy().astype(dtype, copy=False)
@@ -258,8 +258,14 @@ class Report:
         return rows[0][0] if rows else None
 
 
-def open_report(path: str | os.PathLike[str], cache: bool = True) -> Report:
-    """Open any supported report file (the one entry point the CLI uses)."""
+def open_report(path: str | os.PathLike[str], cache: bool = True) -> "Report | KinetoReport":
+    """Open any supported report file (the one entry point the CLI uses): a JSON trace
+    (plain, or gzip by its magic bytes) is a PyTorch profiler trace, anything else SQLite."""
+    from asysstats.io.kineto import KinetoReport
+    from asysstats.io.kineto_parse import looks_like_json_trace
+
+    if Path(path).is_file() and looks_like_json_trace(Path(path)):
+        return KinetoReport(path)
     return Report(path, cache=cache)
 
 

@@ -1,0 +1,108 @@
+"""Benchmark of every rule on a scaled sample report, against SQLite's own scan.
+
+    python bench/run.py [--scale N] [--rules a,b] [--repeat K]
+
+Generates (and caches in bench/out/) ``asys sample --scale N``, times SQLite's C aggregate
+scan of each table a rule reads (the floor for reading the data), then runs each rule as a
+whole ``asys`` process twice — cold (empty columnar cache) and warm (cache filled) — and
+prints seconds, ratios to the scan and peak memory (RSS of the process) against the size
+of the columns the rule loaded. Writes the table to bench/out/run.md as well.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from asysstats.io.report import Report
+from asysstats.io.schema import TABLES
+from asysstats.rules import REGISTRY
+
+OUT = Path(__file__).resolve().parent / "out"
+
+
+def sample(scale: int) -> Path:
+    path = OUT / f"sample_{scale}.asysrep"
+    if not path.exists():
+        OUT.mkdir(parents=True, exist_ok=True)
+        subprocess.run([sys.executable, "-m", "asysstats", "sample", str(path), "--scale", str(scale)], check=True)
+    return path
+
+
+def scan_seconds(report: Path, tables: list[str]) -> float:
+    """SQLite's own aggregate over start/end of each physical table (no Python rows)."""
+    con = sqlite3.connect(f"file:{report}?mode=ro", uri=True)
+    opened = Report(report, cache=False)
+    begin = time.perf_counter()
+    for logical in tables:
+        for table in opened.physical_tables(logical):
+            columns = [c for c in ("start", "end") if c in opened.table_columns(table)] or ["rowid"]
+            expr = ", ".join(f'sum("{c}"), min("{c}"), max("{c}")' for c in columns)
+            con.execute(f'SELECT count(*), {expr} FROM "{table}"').fetchall()
+    seconds = time.perf_counter() - begin
+    con.close()
+    return seconds
+
+
+def run_rule(rule: str, command: str, report: Path, cache: Path, out: Path) -> tuple[float, int]:
+    """Wall seconds and peak RSS (bytes) of one ``asys`` process."""
+    env = dict(os.environ, XDG_CACHE_HOME=str(cache))
+    args = [sys.executable, "-m", "asysstats", command, "-r", rule, "--format", "csv", "-o", str(out / "r"),
+            "-f", "true", str(report)]
+    begin = time.perf_counter()
+    process = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(process.pid, 0)
+    seconds = time.perf_counter() - begin
+    if status != 0:
+        err = process.stderr.read().decode(errors="replace").strip() if process.stderr else ""
+        print(f"  {rule}: exit {os.waitstatus_to_exitcode(status)} {err}", file=sys.stderr)
+    return seconds, usage.ru_maxrss * 1024
+
+
+def loaded_bytes(report: Path, tables: list[str]) -> int:
+    """Size of the typed columns of the tables a rule reads (8 bytes per value)."""
+    opened = Report(report, cache=False)
+    total = 0
+    for logical in tables:
+        for table in opened.physical_tables(logical):
+            rows = opened.scalar(table, f'SELECT count(*) FROM "{table}"') or 0
+            total += int(rows) * 8 * len(TABLES[logical].columns)
+    return total
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scale", type=int, default=200)
+    parser.add_argument("--rules", default="")
+    args = parser.parse_args()
+    report = sample(args.scale)
+    rules = [r for r in REGISTRY if r.reports == 1 and (not args.rules or r.name in args.rules.split(","))]
+    lines = [f"report: {report.name} ({report.stat().st_size / 1e6:.0f} MB), machine: {os.cpu_count()} cores",
+             "", "| rule | scan (s) | cold (s) | cold / scan | warm (s) | warm / scan | peak RSS (MB) | RSS / columns |",
+             "|---|---|---|---|---|---|---|---|"]
+    with tempfile.TemporaryDirectory() as temp:
+        out = Path(temp)
+        for rule in rules:
+            tables = [t for t in rule.reads if t in TABLES]
+            scan = scan_seconds(report, tables)
+            cache = out / f"cache-{rule.name}"
+            shutil.rmtree(cache, ignore_errors=True)
+            cold, _ = run_rule(rule.name, rule.command, report, cache, out)
+            warm, rss = run_rule(rule.name, rule.command, report, cache, out)
+            columns = max(loaded_bytes(report, tables), 1)
+            lines.append(f"| {rule.name} | {scan:.2f} | {cold:.2f} | {cold / scan:.2f} | {warm:.2f} | "
+                         f"{warm / scan:.2f} | {rss / 1e6:.0f} | {rss / columns:.2f} |")
+            print(lines[-1], flush=True)
+    (OUT / "run.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines[:2]))
+
+
+if __name__ == "__main__":
+    main()
