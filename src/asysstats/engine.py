@@ -8,13 +8,14 @@ from typing import Any, Mapping
 import numpy as np
 
 from asysstats.errors import AsysError, MissingData
-from asysstats.io.report import Report, missing_message
+from asysstats.io.report import Report
 from asysstats.io.schema import TABLES
 from asysstats.io.strings import StringPool
 from asysstats.io.tables import EventTable, empty_table
 from asysstats.registry import Column, Frame, Rule
 
 INT64_MAX = np.iinfo(np.int64).max
+PPU_SIDE_TABLES = ("kernels", "memcpy", "memset", "metrics")  # windowed by the --filter-hgtx projection
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,8 @@ class Settings:
     callstack_groups: tuple[tuple[str, str], ...] = ()
     ppu_op_config: tuple[tuple[str, str], ...] = ()
     kernel_groups: tuple[tuple[str, str], ...] = ()
+    keep_suspect_events: bool = False  # else tables leave out suspect events (asysstats.quality)
+    device_specs: tuple[Any, ...] = ()  # --device-spec entries (asysstats.operators.catalog.DeviceSpec)
     extra: Mapping[str, Any] = field(default_factory=dict)
 
 
@@ -37,6 +40,8 @@ class Inputs:
         self.settings = settings
         self.strings: StringPool = report.strings
         self._window: tuple[int, int] | None | bool = False
+        self._hgtx: tuple[tuple[int, int], tuple[int, int]] | None = None
+        self.notes: list[str] = []  # one-line data-quality notes; the CLI prints them after the run
 
     def has(self, name: str) -> bool:
         return self.report.has(name)
@@ -48,11 +53,17 @@ class Inputs:
             cols = list(columns) or [c.name for c in spec.columns]
             floats = frozenset(c.name for c in spec.columns if c.kind == "float")
             return empty_table(cols + derived_names(cols), floats)
-        return self._in_window(self.report.load(name, columns))
+        table = self.report.load(name, columns)
+        if not self.settings.keep_suspect_events:
+            from asysstats.quality import without_suspect_events
+
+            table = without_suspect_events(self, name, table)
+        window = self.ppu_window if name in PPU_SIDE_TABLES else self.window
+        return self._in_window(table, window)
 
     def require(self, *names: str) -> None:
         if not any(self.report.has(n) for n in names):
-            raise MissingData(missing_message(self.report.path, TABLES[names[0]]))
+            raise MissingData(self.report.missing_message(names[0]))
 
     def capture_range(self) -> tuple[int, int]:
         """The report's analysis range: ``ANALYSIS_DETAILS``, else the span of its activities."""
@@ -74,11 +85,25 @@ class Inputs:
         """Absolute ``[start, end]`` of ``--filter-time`` (ns offsets from capture start)."""
         if self._window is False:
             self._window = None
-            if self.settings.filter_time is not None:
+            if self.settings.filter_hgtx:
+                self._window = self._hgtx_windows()[0]
+            elif self.settings.filter_time is not None:
                 origin = self.capture_range()[0]
                 lo, hi = self.settings.filter_time
                 self._window = (origin + (lo or 0), origin + hi if hi is not None else INT64_MAX)
         return self._window  # type: ignore[return-value]
+
+    @property
+    def ppu_window(self) -> tuple[int, int] | None:
+        """The window of PPU-side tables: ``--filter-hgtx`` projects the range onto the PPU."""
+        return self._hgtx_windows()[1] if self.settings.filter_hgtx else self.window
+
+    def _hgtx_windows(self) -> tuple[tuple[int, int], tuple[int, int]]:
+        if self._hgtx is None:
+            from asysstats.correlate import filter_windows
+
+            self._hgtx = filter_windows(self.report, self.settings.filter_hgtx)
+        return self._hgtx
 
     def full_range(self) -> tuple[int, int]:
         """The ``full`` range mode: the filter window, else the capture range."""
@@ -88,8 +113,7 @@ class Inputs:
             return capture
         return window[0], window[1] if window[1] != INT64_MAX else max(capture[1], window[0])
 
-    def _in_window(self, table: EventTable) -> EventTable:
-        window = self.window
+    def _in_window(self, table: EventTable, window: tuple[int, int] | None) -> EventTable:
         if window is None or "start" not in table:
             return table
         start = table["start"]

@@ -19,7 +19,14 @@ PERCENT = "percent"  # one decimal (the --format ratio unit changes the decimals
 RATIO = "ratio"      # one decimal
 DECIMAL = "decimal"  # a measured value, one decimal
 TEXT = "text"        # quoted; string ids are resolved through the report's string pool
-COLUMN_KINDS = (INT, PERCENT, RATIO, DECIMAL, TEXT)
+# Comparison cells (conventions 10): an (n, 2) array of base and target values, each side
+# formatted with the inner kind and joined as "base / target"; a missing side prints "-".
+PAIR_INT = "pair_int"
+PAIR_PERCENT = "pair_percent"
+PAIR_TEXT = "pair_text"  # text values (str or None), never string ids: the sides have different pools
+PAIR_INNER = {PAIR_INT: INT, PAIR_PERCENT: PERCENT, PAIR_TEXT: TEXT}
+COLUMN_KINDS = (INT, PERCENT, RATIO, DECIMAL, TEXT) + tuple(PAIR_INNER)
+QUOTED_KINDS = (TEXT,) + tuple(PAIR_INNER)  # always quoted in CSV
 
 
 @dataclass(frozen=True)

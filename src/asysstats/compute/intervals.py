@@ -9,7 +9,6 @@ Zero-length intervals cover nothing but still contain nothing and are contained 
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 
 def union(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -36,24 +35,46 @@ def union_length(starts: np.ndarray, ends: np.ndarray) -> int:
 
 
 def covered_length_by_group(group: np.ndarray, starts: np.ndarray, ends: np.ndarray, n_groups: int) -> np.ndarray:
-    """Time covered by the union of each group's intervals (``group`` in ``0..n_groups-1``)."""
+    """Time covered by the union of each group's intervals (``group`` in ``0..n_groups-1``).
+
+    One stable sort by ``(group, start)`` (packed into one key when it fits; fast on the
+    nearly sorted input that time-ordered tables give), then :func:`covered_length_sorted`."""
     group = np.asarray(group, dtype=np.int64)
     starts = np.asarray(starts, dtype=np.int64)
     ends = np.asarray(ends, dtype=np.int64)
-    keep = ends > starts
-    group, starts, ends = group[keep], starts[keep], ends[keep]
-    out = np.zeros(n_groups, dtype=np.int64)
     if len(group) == 0:
+        return np.zeros(n_groups, dtype=np.int64)
+    base = int(starts.min())
+    span = int(starts.max()) - base + 1
+    if span * n_groups < 1 << 62:
+        order = np.argsort(group * span + (starts - base), kind="stable")
+    else:
+        order = np.lexsort((starts, group))
+    return covered_length_sorted(group[order], starts[order], ends[order], n_groups)
+
+
+def covered_length_sorted(group: np.ndarray, starts: np.ndarray, ends: np.ndarray, n_groups: int) -> np.ndarray:
+    """:func:`covered_length_by_group` for rows already sorted by ``(group, start)``: a running
+    maximum of ends, restarted per group, cuts each group's union into segments."""
+    out = np.zeros(n_groups, dtype=np.int64)
+    g, s = group, starts
+    e = np.maximum(ends, starts)  # an empty (or backwards) interval covers nothing
+    if len(g) == 0:
         return out
-    g = np.concatenate([group, group])
-    t = np.concatenate([starts, ends])
-    d = np.concatenate([np.ones(len(starts), np.int64), -np.ones(len(ends), np.int64)])
-    order = np.lexsort((d, t, g))
-    g, t, d = g[order], t[order], d[order]
-    depth = np.cumsum(d)
-    span = np.diff(t)
-    active = (depth[:-1] > 0) & (g[1:] == g[:-1])
-    np.add.at(out, g[:-1][active], span[active])
+    base = int(s.min())
+    span = int(e.max()) - base + 1
+    if span * n_groups < 1 << 62:  # offset each group past the previous one: one global running max
+        offset = g * span - base
+        reach = np.maximum.accumulate(e + offset) - offset
+    else:
+        import pandas as pd  # a segmented running maximum; imported here to keep start-up fast
+
+        reach = pd.Series(e).groupby(g, sort=False).cummax().to_numpy()
+    new = np.ones(len(g), dtype=bool)
+    new[1:] = (g[1:] != g[:-1]) | (s[1:] > reach[:-1])
+    first = np.flatnonzero(new)
+    last = np.append(first[1:], len(g)) - 1
+    np.add.at(out, g[first], reach[last] - s[first])
     return out
 
 
@@ -95,6 +116,7 @@ def enclosing_pairs(range_group: np.ndarray, range_start: np.ndarray, range_end:
                     point_group: np.ndarray, point_time: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """All (range index, point index) pairs with the same group and ``start <= time < end``.
 
+    Pairs come per group (ascending), then per range (index order), then by point time.
     Loops over groups (threads), never over events; memory is linear in the pairs found.
     """
     range_group = np.asarray(range_group, dtype=np.int64)
@@ -104,21 +126,44 @@ def enclosing_pairs(range_group: np.ndarray, range_start: np.ndarray, range_end:
     point_time = np.asarray(point_time, dtype=np.int64)
     out_r: list[np.ndarray] = []
     out_p: list[np.ndarray] = []
-    p_order = np.lexsort((point_time, point_group))
-    pg_sorted = point_group[p_order]
-    for g in np.intersect1d(np.unique(range_group), pg_sorted):
+    p_order = group_time_order(point_group, point_time)
+    pg_sorted, pt_sorted = point_group[p_order], point_time[p_order]
+    r_order = np.argsort(range_group, kind="stable")
+    rg_sorted = range_group[r_order]
+    for g in np.intersect1d(distinct_sorted(rg_sorted), distinct_sorted(pg_sorted), assume_unique=True):
         lo_g, hi_g = np.searchsorted(pg_sorted, g, "left"), np.searchsorted(pg_sorted, g, "right")
-        pts = p_order[lo_g:hi_g]
-        times = point_time[pts]
-        ridx = np.flatnonzero(range_group == g)
+        times = pt_sorted[lo_g:hi_g]
+        ridx = r_order[np.searchsorted(rg_sorted, g, "left"):np.searchsorted(rg_sorted, g, "right")]
         lo = np.searchsorted(times, range_start[ridx], "left")
         hi = np.searchsorted(times, range_end[ridx], "left")
         r, p = expand_slices(lo, hi)
         out_r.append(ridx[r])
-        out_p.append(pts[p])
+        out_p.append(p_order[lo_g + p])
     if not out_r:
         return np.empty(0, np.int64), np.empty(0, np.int64)
     return np.concatenate(out_r), np.concatenate(out_p)
+
+
+def group_time_order(group: np.ndarray, time: np.ndarray) -> np.ndarray:
+    """The permutation sorting rows by (group, time), ties in row order. A stable sort by
+    time (fast on time-ordered tables) then a radix sort by the group's rank when there
+    are fewer than 65536 groups (threads), else ``lexsort``."""
+    group = np.asarray(group, dtype=np.int64)
+    order = np.argsort(np.asarray(time, dtype=np.int64), kind="stable")
+    groups = distinct_sorted(np.sort(group))
+    if len(groups) <= 1:
+        return order
+    if len(groups) >= 1 << 16:
+        return np.lexsort((time, group))
+    rank = np.searchsorted(groups, group[order]).astype(np.uint16)
+    return order[np.argsort(rank, kind="stable")]
+
+
+def distinct_sorted(sorted_values: np.ndarray) -> np.ndarray:
+    """The distinct values of an already sorted array (``np.unique`` without its sort)."""
+    keep = np.ones(len(sorted_values), dtype=bool)
+    keep[1:] = sorted_values[1:] != sorted_values[:-1]
+    return sorted_values[keep]
 
 
 def expand_slices(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -142,9 +187,22 @@ def overlap_components(group: np.ndarray, starts: np.ndarray, ends: np.ndarray) 
         return np.empty(0, np.int64)
     order = np.lexsort((ends, starts, group))
     g, s, e = group[order], starts[order], ends[order]
+    import pandas as pd  # a segmented running maximum; imported here to keep start-up fast
+
     reach = pd.Series(e).groupby(g).cummax().to_numpy()
     new = np.ones(n, dtype=bool)
     new[1:] = (g[1:] != g[:-1]) | (s[1:] >= reach[:-1])
     labels = np.empty(n, dtype=np.int64)
     labels[order] = np.cumsum(new) - 1
     return labels
+
+
+def start_order_gaps(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """``max(0, start[i] - end[i-1])`` for intervals sorted by (start, end): the idle time
+    before each interval after its PREDECESSOR in start order (not after the running
+    maximum of ends, unlike :func:`gaps`; a long earlier interval does not hide a gap)."""
+    starts = np.asarray(starts, dtype=np.int64)
+    ends = np.asarray(ends, dtype=np.int64)
+    order = np.lexsort((ends, starts))
+    s, e = starts[order], ends[order]
+    return np.maximum(s[1:] - e[:-1], 0)

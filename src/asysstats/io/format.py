@@ -13,9 +13,10 @@ import pyarrow.compute as pc
 
 from asysstats.io.strings import StringPool
 from asysstats.io.tables import NA
-from asysstats.registry import DECIMAL, INT, PERCENT, RATIO, TEXT
+from asysstats.registry import DECIMAL, INT, PAIR_INNER, PERCENT, RATIO, TEXT
 
 DASH = "-"
+PAIR_SEPARATOR = " / "
 
 
 def is_missing(values: np.ndarray) -> np.ndarray:
@@ -59,6 +60,9 @@ def texts(values: np.ndarray, strings: StringPool) -> np.ndarray:
 
 def cells(kind: str, values: np.ndarray, strings: StringPool, decimals: int = 1) -> pa.Array:
     """The printed text of every cell (strings unquoted; missing cells ``-``)."""
+    if kind in PAIR_INNER:
+        base, target = (cells(PAIR_INNER[kind], side, strings, decimals) for side in pair_sides(values))
+        return pc.binary_join_element_wise(base, target, PAIR_SEPARATOR)
     if kind == TEXT:
         return pc.fill_null(pa.array(texts(values, strings), type=pa.string()), DASH)
     if kind == INT:
@@ -74,6 +78,12 @@ def cells(kind: str, values: np.ndarray, strings: StringPool, decimals: int = 1)
             number = pc.binary_join_element_wise(whole, frac, ".")
         out = pc.binary_join_element_wise(pa.array(np.where(units < 0, "-", "")), number, "")
     return pc.if_else(pa.array(missing), DASH, out) if missing.any() else out
+
+
+def pair_sides(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The base and target columns of an (n, 2) comparison column."""
+    pairs = np.asarray(values).reshape(-1, 2)
+    return pairs[:, 0], pairs[:, 1]
 
 
 def quoted(array: pa.Array) -> pa.Array:

@@ -133,6 +133,9 @@ class Report:
     def has(self, logical: str) -> bool:
         return bool(self.physical_tables(logical))
 
+    def missing_message(self, logical: str) -> str:
+        return missing_message(self.path, TABLES[logical])
+
     # -- loading ---------------------------------------------------------------------
     def load(self, logical: str, columns: Sequence[str] = ()) -> EventTable:
         """The logical table with the given columns (all when empty); raises MissingData."""
@@ -142,7 +145,7 @@ class Report:
         if key not in self._cache:
             physical = self.physical_tables(logical)
             if not physical:
-                raise MissingData(missing_message(self.path, spec))
+                raise MissingData(self.missing_message(logical))
             parts = [self._load_physical(spec, table, [spec.column(c) for c in cols]) for table in physical]
             self._cache[key] = derive_ids(EventTable.concat(parts))
         return self._cache[key]

@@ -149,6 +149,18 @@ TABLES: dict[str, TableSpec] = {t.name: t for t in (
          Col("peakFlopsInt8", fill=float("nan"), kind="float")),
         "PPU device data", "--trace hggc"),
     TableSpec(
+        "legacy_gpus",
+        {ASYSREP: (), NSYS: ("TARGET_INFO_CUDA_GPU",)},
+        (Col("deviceId", required=True), Col("computeCapabilityMajor", fill=-1),
+         Col("computeCapabilityMinor", fill=-1), Col("numMemcpyEngines", fill=-1),
+         Col("numMultiprocessors", fill=-1), Col("globalMemorySize", fill=-1), Col("coreClockRate", fill=-1)),
+        "PPU device data", "--trace hggc"),
+    TableSpec(
+        "system_env",
+        {ASYSREP: ("TARGET_INFO_SYSTEM_ENV",), NSYS: ("TARGET_INFO_SYSTEM_ENV",)},
+        (Col("name", fill=-1, kind="text"), Col("value", fill=-1, kind="text")),
+        "system environment data", "(any trace)"),
+    TableSpec(
         "processes",
         {ASYSREP: ("PROCESSES",), NSYS: ("PROCESSES",)},
         (Col("globalPid"), Col("pid"), Col("name", fill=-1, kind="text")),
@@ -190,6 +202,13 @@ MEMCPY_KIND_LABELS = {
 MEM_KIND_LABELS = {
     0: "Unknown", 1: "Pageable", 2: "Pinned", 3: "Device", 4: "Array", 5: "Managed",
     6: "Device Static", 7: "Managed Static",
+}
+
+# Nsight Systems numbers memory kinds differently from CUPTI (its ENUM_CUDA_MEM_KIND table):
+# the labels for Nsight exports that lack the table (verified on exports that have it).
+NSYS_MEM_KIND_LABELS = {
+    0: "Pageable", 1: "Pinned", 2: "Device", 3: "Array", 4: "Managed", 5: "Device Static",
+    6: "Managed Static", 7: "Unknown",
 }
 
 # Marker tables: which dialect a database is.

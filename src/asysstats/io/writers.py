@@ -1,4 +1,5 @@
-"""Writers of rule results: CSV (conventions 6-8), aligned console columns, JSON, XLSX.
+"""Writers of rule results: CSV (conventions 6-8), aligned console columns, JSON, XLSX, and
+``py``: the bare lines of a one-text-column result (the ``ppu_op_unit_test`` script).
 
 Every writer formats cells from the column kinds; rules never format.
 """
@@ -13,10 +14,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from asysstats.engine import Result
-from asysstats.io.format import DASH, cells, quoted, texts, typed_value
-from asysstats.registry import INT, TEXT
+from asysstats.errors import AsysError
+from asysstats.io.format import DASH, cells, pair_sides, quoted, texts, typed_value
+from asysstats.registry import INT, PAIR_INNER, PAIR_TEXT, QUOTED_KINDS, TEXT
 
-FORMATS = ("column", "csv", "json", "xlsx")
+FORMATS = ("column", "csv", "json", "xlsx", "py")
 
 
 def _cell_columns(result: Result, decimals: int) -> list[pa.Array]:
@@ -30,7 +32,8 @@ def to_csv(result: Result, decimals: int = 1) -> str:
         return header
     columns = []
     for col, array in zip(result.columns, _cell_columns(result, decimals)):
-        columns.append(quoted(array) if col.kind == TEXT else pc.if_else(pc.equal(array, DASH), '"-"', array))
+        quote = col.kind in QUOTED_KINDS
+        columns.append(quoted(array) if quote else pc.if_else(pc.equal(array, DASH), '"-"', array))
     row_numbers = pc.cast(pa.array(np.arange(1, result.rows + 1)), pa.string())
     lines = pc.binary_join_element_wise(row_numbers, *columns, "", ",")
     return header + "\n".join(lines.to_pylist()) + "\n"
@@ -44,8 +47,9 @@ def to_column(result: Result, decimals: int = 1) -> str:
     padded = []
     for name, array, kind in zip(names, arrays, kinds):
         width = max(len(name), pc.max(pc.utf8_length(array)).as_py() or 0) if len(array) else len(name)
-        pad = pc.utf8_rpad if kind == TEXT else pc.utf8_lpad
-        padded.append((name.ljust(width) if kind == TEXT else name.rjust(width), "-" * width, pad(array, width)))
+        left = kind in (TEXT, PAIR_TEXT)
+        pad = pc.utf8_rpad if left else pc.utf8_lpad
+        padded.append((name.ljust(width) if left else name.rjust(width), "-" * width, pad(array, width)))
     header = "  ".join(p[0] for p in padded).rstrip()
     rule = "  ".join(p[1] for p in padded)
     if result.rows == 0:
@@ -54,15 +58,26 @@ def to_column(result: Result, decimals: int = 1) -> str:
     return f"{header}\n{rule}\n" + "\n".join(body.to_pylist()) + "\n"
 
 
-def rows_as_records(result: Result, decimals: int = 1) -> list[dict[str, object]]:
-    """Rows as dicts of typed values (int, float, str, None for missing)."""
+def typed_values(kind: str, values: np.ndarray, result: Result, decimals: int) -> list[object]:
+    if kind == TEXT:
+        return list(texts(values, result.strings))
+    return [typed_value(kind, v, decimals) for v in np.asarray(values).tolist()]
+
+
+def rows_as_records(result: Result, decimals: int = 1, pair_text: bool = False) -> list[dict[str, object]]:
+    """Rows as dicts of typed values (int, float, str, None for missing); a comparison cell is
+    a ``[base, target]`` list, or its ``base / target`` text with ``pair_text``."""
     columns = []
     for col in result.columns:
         values = result.frame[col.name]
-        if col.kind == TEXT:
-            columns.append(list(texts(values, result.strings)))
+        inner = PAIR_INNER.get(col.kind)
+        if inner is None:
+            columns.append(typed_values(col.kind, values, result, decimals))
+        elif pair_text:
+            columns.append(cells(col.kind, values, result.strings, decimals).to_pylist())
         else:
-            columns.append([typed_value(col.kind, v, decimals) for v in np.asarray(values).tolist()])
+            sides = [typed_values(inner, side, result, decimals) for side in pair_sides(values)]
+            columns.append([list(pair) for pair in zip(*sides)])
     names = [c.name for c in result.columns]
     return [dict(zip(names, row)) for row in zip(*columns)] if columns else []
 
@@ -85,7 +100,7 @@ def to_xlsx(result: Result, decimals: int = 1) -> bytes:
     sheet.append(names)
     for cell in sheet[1]:
         cell.font = Font(bold=True)
-    records = rows_as_records(result, decimals)
+    records = rows_as_records(result, decimals, pair_text=True)
     for number, record in enumerate(records, start=1):
         sheet.append([number] + [excel_safe(v) for v in record.values()])
     sheet.freeze_panes = "A2"
@@ -119,7 +134,17 @@ def excel_safe(value: object) -> object:
     return value
 
 
+def to_lines(result: Result) -> str:
+    """``py``: the lines of a one-TEXT-column result alone (the script of ``ppu_op_unit_test``)."""
+    if len(result.columns) != 1 or result.columns[0].kind != TEXT:
+        raise AsysError(f"--format py: rule '{result.rule.name}' does not write a script (use csv, column, json, xlsx)")
+    values = texts(result.frame[result.columns[0].name], result.strings)
+    return "".join(f"{'' if v is None else v}\n" for v in values)
+
+
 def render(result: Result, fmt: str, decimals: int = 1) -> str | bytes:
+    if fmt == "py":
+        return to_lines(result)
     if fmt == "csv":
         return to_csv(result, decimals)
     if fmt == "json":

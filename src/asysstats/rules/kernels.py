@@ -1,4 +1,4 @@
-"""HGGC PPU kernel summary (``hggc_ppu_kern_sum``)."""
+"""HGGC PPU kernel summary (``hggc_ppu_kern_sum``) and the kernel helpers the kernel rules share."""
 
 from __future__ import annotations
 
@@ -6,13 +6,23 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from asysstats.correlate import innermost_range_names
 from asysstats.engine import Inputs
 from asysstats.io.tables import EventTable
-from asysstats.names import kernel_name_ids
-from asysstats.registry import DEVICE, NAME_OPTIONS, ROWS, TEXT, Column, Rule, name_mode
+from asysstats.names import kernel_name_ids, prefixed_ids
+from asysstats.registry import DEVICE, HGTX_NAME, NAME_OPTIONS, ROWS, TEXT, Column, Rule, name_mode
 from asysstats.rules.summary import stat_cells, stat_columns, summarize
 
 KERNEL_COLUMNS = ("start", "end", "deviceId", "correlationId", "globalPid", "demangledName", "shortName", "mangledName")
+
+
+def kernel_names(inputs: Inputs, kernels: EventTable, options: Mapping[str, Any]) -> np.ndarray:
+    """Per-kernel name ids in the chosen name mode, prefixed ``<range>/`` with ``hgtx-name``
+    (the innermost HGTX range enclosing the launch call, conventions 13)."""
+    names = kernel_name_ids(inputs.strings, kernels, name_mode(options))
+    if not options.get("hgtx-name"):
+        return names
+    return prefixed_ids(inputs.strings, innermost_range_names(inputs, kernels), names)
 
 
 def on_devices(table: EventTable, devices: tuple[int, ...] | None) -> EventTable:
@@ -27,7 +37,7 @@ SUM_COLUMNS = stat_columns("executions of this kernel") + (Column("Name", TEXT, 
 
 def kern_sum(inputs: Inputs, options: Mapping[str, Any]) -> dict:
     kernels = on_devices(inputs.table("kernels", KERNEL_COLUMNS), options["device"])
-    names = kernel_name_ids(inputs.strings, kernels, name_mode(options))
+    names = kernel_names(inputs, kernels, options)
     groups, stats, order = summarize(inputs.strings, [names], kernels["end"] - kernels["start"], 0)
     frame = stat_cells(SUM_COLUMNS[:-1], stats, order)
     frame["Name"] = groups.keys[0][order]
@@ -42,7 +52,7 @@ KERN_SUM = Rule(
     columns=SUM_COLUMNS,
     compute=kern_sum,
     reads=("kernels",),
-    options=(ROWS,) + NAME_OPTIONS + (DEVICE,),
+    options=(ROWS, HGTX_NAME) + NAME_OPTIONS + (DEVICE,),
     share="Time (%)",
 )
 

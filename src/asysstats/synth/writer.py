@@ -6,6 +6,7 @@ written report always reads back. Used by ``asys sample``, the benchmarks and th
 
 from __future__ import annotations
 
+import itertools
 import sqlite3
 from pathlib import Path
 from typing import Iterable, Sequence
@@ -13,8 +14,10 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from asysstats.io.schema import ASYSREP, MEM_KIND_LABELS, MEMCPY_KIND_LABELS, NSYS, TABLES
+from asysstats.io.tables import NA as NULL
 
 SQL_TYPES = {"int": "INTEGER", "strid": "INTEGER", "float": "REAL", "text": "TEXT"}
+CHUNK_ROWS = 100_000  # rows converted to Python values at a time (bounded memory for millions of rows)
 ENUMS = {"memcpy_kinds": MEMCPY_KIND_LABELS, "mem_kinds": MEM_KIND_LABELS}
 
 
@@ -25,7 +28,7 @@ class ReportWriter:
         self.path = Path(path)
         self.dialect = dialect
         self._strings: dict[str, int] = {}
-        self._rows: dict[str, list[dict[str, np.ndarray]]] = {}
+        self._rows: dict[str, list[dict[str, np.ndarray | Scalar]]] = {}
         self._meta: list[tuple[str, str]] = [("ReportFormat", "asysrep"), ("SchemaVersion", "1")] \
             if dialect == ASYSREP else []
 
@@ -37,20 +40,23 @@ class ReportWriter:
         return np.array([self.string(t) for t in texts], dtype=np.int64)
 
     def add(self, table: str, **columns: Sequence[object] | np.ndarray | int | str | None) -> None:
-        """Append rows to a logical table; scalars broadcast over the longest column."""
+        """Append rows to a logical table; scalars broadcast over the longest column.
+
+        In numeric numpy columns, ``NULL`` (int) and NaN (float) cells are written as SQL NULL.
+        """
         spec = TABLES[table]
         known = {c.name for c in spec.columns}
         unknown = set(columns) - known
         if unknown:
             raise ValueError(f"{table}: unknown columns {sorted(unknown)}")
-        length = max((len(v) for v in columns.values() if isinstance(v, (list, tuple, np.ndarray))), default=1)
-        block = {}
+        block: dict[str, np.ndarray | Scalar] = {}
         for name, value in columns.items():
-            if isinstance(value, (list, tuple, np.ndarray)):
-                arr = np.asarray(value, dtype=object if spec.column(name).kind == "text" else None)
+            if isinstance(value, np.ndarray):
+                block[name] = value
+            elif isinstance(value, (list, tuple)):
+                block[name] = np.asarray(value, dtype=object if spec.column(name).kind == "text" else None)
             else:
-                arr = np.full(length, value, dtype=object)
-            block[name] = arr
+                block[name] = Scalar(value)
         self._rows.setdefault(table, []).append(block)
 
     def create(self, table: str) -> None:
@@ -65,6 +71,8 @@ class ReportWriter:
             self.path.unlink()
         con = sqlite3.connect(self.path)
         try:
+            con.execute("PRAGMA journal_mode=OFF")  # a new file: nothing to roll back to
+            con.execute("PRAGMA synchronous=OFF")
             with con:
                 con.execute("CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL)")
                 con.execute("CREATE TABLE META_DATA_EXPORT (name TEXT, value TEXT)")
@@ -80,7 +88,7 @@ class ReportWriter:
         finally:
             con.close()
 
-    def _write_table(self, con: sqlite3.Connection, table: str, blocks: list[dict[str, np.ndarray]]) -> None:
+    def _write_table(self, con: sqlite3.Connection, table: str, blocks: list[dict[str, np.ndarray | Scalar]]) -> None:
         spec = TABLES[table]
         physical = spec.physical[self.dialect][0] if spec.physical[self.dialect] else None
         if physical is None:
@@ -90,17 +98,36 @@ class ReportWriter:
         con.execute(f'CREATE TABLE "{physical}" ({ddl})')
         marks = ", ".join("?" * len(cols))
         for block in blocks:
-            length = max(len(v) for v in block.values())
-            values = [_column_values(block.get(c.name), length) for c in cols]
-            con.executemany(f'INSERT INTO "{physical}" VALUES ({marks})', zip(*values))
+            length = max((len(v) for v in block.values() if isinstance(v, np.ndarray)), default=1)
+            for lo in range(0, length, CHUNK_ROWS):
+                chunk = {name: v[lo:lo + CHUNK_ROWS] if isinstance(v, np.ndarray) and len(v) == length else v
+                         for name, v in block.items()}
+                rows = min(CHUNK_ROWS, length - lo)
+                values = [_column_values(chunk.get(c.name), rows) for c in cols]
+                con.executemany(f'INSERT INTO "{physical}" VALUES ({marks})', zip(*values))
 
 
-def _column_values(values: np.ndarray | None, length: int) -> list[object]:
-    if values is None:
-        return [None] * length
+class Scalar:
+    """One value repeated over every row of a block."""
+
+    def __init__(self, value: object) -> None:
+        self.value = value.item() if isinstance(value, np.generic) else value
+
+
+def _column_values(values: np.ndarray | Scalar | None, length: int) -> Iterable[object]:
+    """Python values for sqlite3, NULL for None, ``NULL`` ints and NaN floats."""
+    if values is None or isinstance(values, Scalar):
+        return itertools.repeat(None if values is None else values.value, length)
     if len(values) == 1 and length > 1:
         values = np.repeat(values, length)
+    if values.dtype.kind in "iuf":
+        null = np.isnan(values) if values.dtype.kind == "f" else values == NULL
+        if not null.any():
+            return values.tolist()
+        cells = values.astype(object)
+        cells[null] = None
+        return cells.tolist()
     return [v.item() if isinstance(v, np.generic) else v for v in values.tolist()]
 
 
-__all__ = ["ReportWriter", "ASYSREP", "NSYS"]
+__all__ = ["ReportWriter", "ASYSREP", "NSYS", "NULL"]

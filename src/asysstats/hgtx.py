@@ -1,0 +1,302 @@
+"""HGTX ranges: loading, push/pop nesting, name filters and ``--filter-hgtx``.
+
+:func:`all_ranges` turns the HGTX event table into one table of ranges (push/pop, event
+type 59, and start/end, 60; marks and domain rows are dropped), with columns
+
+* ``rangeId`` — the event's row id in the report (the ``RangeId`` the trace rules print);
+* ``name`` — canonical string id of the display name, ``domain:range`` inside a domain
+  (equal names share one id); ``domain`` — the domain's name id (-1: none);
+* ``style`` — string id of ``PushPop`` / ``StartEnd``; ``pushpop`` — 1 for push/pop ranges;
+* ``globalTid``, ``pid``, ``tid`` — the thread the range starts on; ``start``, ``end``
+  (a range without an end lasts until the last HGTX timestamp, as in Nsight Systems);
+* ``level`` (0 = outermost), ``parentId`` (``rangeId`` of the enclosing push/pop range,
+  ``NA`` at level 0), ``children`` (immediate children) and ``childTime`` (their total
+  duration) — push/pop ranges only; start/end ranges have level 0 and no parent.
+
+Correlation with PPU activities lives in :mod:`asysstats.correlate`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import weakref
+from typing import TYPE_CHECKING, Any, Mapping
+
+import numpy as np
+
+from asysstats.compute.intervals import enclosing_pairs
+from asysstats.errors import AsysError
+from asysstats.io.tables import NA, EventTable, empty_table
+from asysstats.names import prefixed_ids
+from asysstats.regexes import search
+
+if TYPE_CHECKING:
+    from asysstats.engine import Inputs
+    from asysstats.io.report import Report
+
+PUSHPOP, STARTEND, DOMAIN_CREATE = 59, 60, 75
+HGTX_COLUMNS = ("start", "end", "eventType", "globalTid", "domainId", "text", "textId")
+CALL_COLUMNS = ("start", "end", "globalTid", "correlationId")
+RANGE_COLUMNS = ("rangeId", "name", "domain", "style", "pushpop", "globalTid", "pid", "tid", "start", "end",
+                 "level", "parentId", "children", "childTime")
+
+_CACHE: "weakref.WeakKeyDictionary[Report, EventTable]" = weakref.WeakKeyDictionary()
+
+
+def all_ranges(report: "Report") -> EventTable:
+    """Every push/pop and start/end range of the report (no time window), cached per report."""
+    if report not in _CACHE:
+        _CACHE[report] = _build_ranges(report) if report.has("hgtx") else _empty_ranges()
+    return _CACHE[report]
+
+
+def load_ranges(inputs: "Inputs") -> EventTable:
+    """The ranges inside the analysis window (entirely inside, like every other event),
+    without the suspect events that every table leaves out (:func:`trusted`)."""
+    ranges = all_ranges(inputs.report)
+    if ranges.rows:
+        rows = inputs.report.load("hgtx", ("start",)).rows
+        kept = trusted(inputs, "hgtx", EventTable({"row": np.arange(1, rows + 1)}))["row"]
+        if len(kept) < rows:
+            ranges = ranges.take(np.isin(ranges["rangeId"], kept))
+    return in_window(ranges, inputs.window)
+
+
+def trusted(inputs: "Inputs", name: str, table: EventTable) -> EventTable:
+    """``table`` (one row per row of the report's ``name`` table) without the suspect events
+    of :mod:`asysstats.quality`, unless ``--keep-suspect-events``."""
+    if inputs.settings.keep_suspect_events:
+        return table
+    from asysstats.quality import without_suspect_events  # it imports this module
+
+    return without_suspect_events(inputs, name, table)
+
+
+def in_window(table: EventTable, window: tuple[int, int] | None) -> EventTable:
+    """Rows lying entirely inside ``window`` (the engine's rule for every event table)."""
+    if window is None:
+        return table
+    start = table["start"]
+    end = np.maximum(table["end"], start)
+    return table.take((start >= window[0]) & (end <= window[1]))
+
+
+def _empty_ranges() -> EventTable:
+    return EventTable({c: np.empty(0, np.int64) for c in RANGE_COLUMNS})
+
+
+def _build_ranges(report: "Report") -> EventTable:
+    events = report.load("hgtx", HGTX_COLUMNS)
+    kind = events["eventType"]
+    keep = np.flatnonzero((kind == PUSHPOP) | (kind == STARTEND))
+    ev = events.take(keep)
+    pool = report.strings
+    names = pool.canonical(np.where(ev["text"] >= 0, ev["text"], ev["textId"]))
+    domains = pool.canonical(_domain_names(events, ev))
+    names = prefixed_ids(pool, domains, names, sep=":")
+    last = max(int(events["start"].max(initial=0)), int(events["end"].max(initial=0)))
+    end = np.maximum(np.where(ev["end"] < 0, last, ev["end"]), ev["start"])
+    pushpop = (ev["eventType"] == PUSHPOP).astype(np.int64)
+    style = np.where(pushpop == 1, *pool.intern(["PushPop", "StartEnd"]))
+    g = ev["globalTid"]
+    columns = {"rangeId": keep + 1, "name": names, "domain": domains, "style": style, "pushpop": pushpop,
+               "globalTid": g, "pid": ev["pid"], "tid": ev["tid"], "start": ev["start"], "end": end}
+    return EventTable({**columns, **nesting(g, ev["start"], end, pushpop == 1, keep + 1)})
+
+
+def _domain_names(events: EventTable, ranges: EventTable) -> np.ndarray:
+    """Per range, the string id of its domain's name (-1 outside a named domain).
+
+    Domains are numbered per process: a range joins the creation row (event type 75) with
+    the same ``domainId`` in the same process; the earliest creation row wins."""
+    out = np.full(ranges.rows, -1, dtype=np.int64)
+    created = np.flatnonzero(events["eventType"] == DOMAIN_CREATE)
+    if len(created) == 0:
+        return out
+    created = created[np.argsort(events["start"][created], kind="stable")]
+    d_name = np.where(events["text"][created] >= 0, events["text"][created], events["textId"][created])
+    d_key = pair_key(events["pid"][created], events["domainId"][created])
+    uniq, first = np.unique(d_key, return_index=True)
+    key = pair_key(ranges["pid"], ranges["domainId"])
+    slot = np.clip(np.searchsorted(uniq, key), 0, len(uniq) - 1)
+    hit = (uniq[slot] == key) & (ranges["domainId"] != 0)
+    out[hit] = d_name[first[slot[hit]]]
+    return out
+
+
+def pair_key(high: np.ndarray, low: np.ndarray) -> np.ndarray:
+    """One int64 join key of two ids (``high`` < 2**31; ``low`` keeps its low 32 bits)."""
+    return (np.asarray(high, np.int64) << 32) | (np.asarray(low, np.int64) & 0xFFFFFFFF)
+
+
+def nesting(thread: np.ndarray, start: np.ndarray, end: np.ndarray, stacked: np.ndarray,
+            range_id: np.ndarray) -> dict[str, np.ndarray]:
+    """Level, parent id, child count and child time of the ``stacked`` (push/pop) ranges.
+
+    Ranges of one thread are properly nested. One sorted sweep over +1/-1 events gives
+    each range's stack depth at its start; its parent is the nearest earlier range (in
+    start order, same thread) one level up. Ends sort before starts at equal times, and
+    a zero-length range's end after them, so touching ranges are siblings and an empty
+    range nests inside whatever starts with it."""
+    n = len(start)
+    level = np.zeros(n, np.int64)
+    parent = np.full(n, NA, np.int64)
+    children = np.zeros(n, np.int64)
+    child_time = np.zeros(n, np.int64)
+    idx = np.flatnonzero(stacked)
+    if len(idx):
+        g, s, e = thread[idx], start[idx], end[idx]
+        m = len(idx)
+        # start events: (g, s, 1, -e, id); end events: (g, e, 0 or 2 when empty)
+        ev_g = np.concatenate([g, g])
+        ev_t = np.concatenate([s, e])
+        ev_kind = np.concatenate([np.ones(m, np.int64), np.where(e == s, 2, 0)])
+        ev_tie = np.concatenate([-e, np.zeros(m, np.int64)])
+        ev_id = np.concatenate([range_id[idx], range_id[idx]])
+        order = np.lexsort((ev_id, ev_tie, ev_kind, ev_t, ev_g))
+        delta = np.where(order < m, 1, -1)
+        depth_before = np.cumsum(delta) - delta
+        is_start = order < m
+        lvl = np.empty(m, np.int64)
+        lvl[order[is_start]] = depth_before[is_start]
+        pos = np.empty(m, np.int64)  # position of each start in start order
+        pos[order[is_start]] = np.arange(m)
+        # parent: last range at level-1 before this one in start order (same thread)
+        key = lvl * m + pos
+        by_key = np.argsort(key)
+        sorted_keys = key[by_key]
+        has = lvl > 0
+        cand = np.searchsorted(sorted_keys, (lvl[has] - 1) * m + pos[has], "left") - 1
+        par = by_key[np.maximum(cand, 0)]
+        valid = (cand >= 0) & (lvl[par] == lvl[has] - 1) & (g[par] == g[has])
+        local_parent = np.full(m, -1, np.int64)
+        local_parent[np.flatnonzero(has)[valid]] = par[valid]
+        level[idx] = lvl
+        with_parent = local_parent >= 0
+        parent[idx[with_parent]] = range_id[idx][local_parent[with_parent]]
+        children[idx] = np.bincount(local_parent[with_parent], minlength=m)
+        child_time[idx] = np.bincount(local_parent[with_parent], weights=(e - s)[with_parent], minlength=m)
+    return {"level": level, "parentId": parent, "children": children, "childTime": child_time}
+
+
+def range_stacks(report: "Report", ranges: EventTable) -> np.ndarray:
+    """``:6:7:8`` per row of ``ranges``: the range ids of its push/pop stack, outermost
+    first (object array of str), built over every range of the report (an ancestor may lie
+    outside the time window)."""
+    everything = all_ranges(report)
+    ids, level = everything["rangeId"], everything["level"]
+    text = np.array([f":{i}" for i in ids.tolist()], dtype=object)
+    parent_row = np.searchsorted(ids, everything["parentId"])
+    for lvl in range(1, int(level.max(initial=0)) + 1):
+        rows = np.flatnonzero(level == lvl)
+        text[rows] = text[parent_row[rows]] + text[rows]
+    return text[np.searchsorted(ids, ranges["rangeId"])]
+
+
+# -- launching calls and the innermost range --------------------------------------------------
+def runtime_calls(report: "Report") -> EventTable:
+    """All API calls (no time window: a call is only looked up by correlation id)."""
+    if not report.has("runtime"):
+        return empty_table(list(CALL_COLUMNS) + ["pid", "tid"])
+    return report.load("runtime", CALL_COLUMNS)
+
+
+def lookup(keys: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """Row of ``keys`` holding each ``wanted`` value (its first occurrence), -1 when absent."""
+    if len(keys) == 0:
+        return np.full(len(wanted), -1, np.int64)
+    order = np.argsort(keys, kind="stable")
+    sorted_keys = keys[order]
+    slot = np.minimum(np.searchsorted(sorted_keys, wanted), len(keys) - 1)
+    return np.where(sorted_keys[slot] == wanted, order[slot], -1)
+
+
+def launch_rows(calls: EventTable, activities: EventTable) -> np.ndarray:
+    """Row of the launching API call of each activity (same process and correlationId), or -1
+    (also for correlationId 0, which marks activities no call caused)."""
+    rows = lookup(pair_key(calls["pid"], calls["correlationId"]),
+                  pair_key(activities["pid"], activities["correlationId"]))
+    return np.where(activities["correlationId"] > 0, rows, -1)
+
+
+def innermost_range_names(inputs: "Inputs", activities: EventTable) -> np.ndarray:
+    """Per activity row (kernels, memcpy, memset: ``pid``, ``correlationId``), the name id
+    of the innermost range (latest start, then earliest end) on the launching call's thread
+    that holds the call's start; -1 when none (conventions 13).
+
+    Every range of the report counts (the time window selects activities, not the ranges
+    around them); graph mapping does not apply."""
+    out = np.full(activities.rows, -1, dtype=np.int64)
+    ranges = all_ranges(inputs.report)
+    if activities.rows == 0 or ranges.rows == 0:
+        return out
+    calls = runtime_calls(inputs.report)
+    launch = launch_rows(calls, activities)
+    have = np.flatnonzero(launch >= 0)
+    r, p = enclosing_pairs(ranges["globalTid"], ranges["start"], ranges["end"],
+                           calls["globalTid"][launch[have]], calls["start"][launch[have]])
+    if len(r) == 0:
+        return out
+    by_depth = np.lexsort((ranges["rangeId"], -ranges["end"], ranges["start"]))  # innermost last
+    rank = np.empty(ranges.rows, np.int64)
+    rank[by_depth] = np.arange(ranges.rows)
+    best = np.full(len(have), -1, np.int64)
+    np.maximum.at(best, p, rank[r])
+    found = best >= 0
+    out[have[found]] = ranges["name"][by_depth[best[found]]]
+    return out
+
+
+def name_filter(inputs: "Inputs", names: np.ndarray, options: Mapping[str, Any]) -> np.ndarray:
+    """Mask of the range names passing ``range-include`` / ``range-exclude`` (regex lists,
+    searched once per distinct name)."""
+    include, exclude = options.get("range-include"), options.get("range-exclude")
+    if (not include and not exclude) or len(names) == 0:
+        return np.ones(len(names), dtype=bool)
+    uniq, inverse = np.unique(names, return_inverse=True)
+    texts = inputs.strings.lookup(uniq)
+    keep = np.ones(len(uniq), dtype=bool)
+    for i, text in enumerate(texts):
+        text = text or ""
+        if include:
+            keep[i] = any(search(p, text, "option 'range-include'") for p in include)
+        if exclude and keep[i]:
+            keep[i] = not any(search(p, text, "option 'range-exclude'") for p in exclude)
+    return keep[inverse.reshape(-1)]
+
+
+# -- --filter-hgtx --------------------------------------------------------------------------
+def filter_names(report: "Report", ranges: EventTable) -> dict[str, int]:
+    """Name id of each distinct range by the way ``--filter-hgtx`` spells it:
+    ``range@domain`` inside a domain, else the plain name."""
+    pairs = np.unique(np.stack([ranges["name"], ranges["domain"]], axis=1), axis=0)
+    names = report.strings.lookup(pairs[:, 0])
+    domains = report.strings.lookup(pairs[:, 1])
+    spelled = {}
+    for name_id, name, domain in zip(pairs[:, 0].tolist(), names, domains):
+        name = name or ""
+        if domain is not None and name.startswith(domain + ":"):
+            name = f"{name[len(domain) + 1:]}@{domain}"
+        spelled.setdefault(name, name_id)
+    return spelled
+
+
+def find_filter_range(report: "Report", spec: str) -> EventTable:
+    """The one range ``--filter-hgtx name[@domain][/index]`` names (the index-th, from 0,
+    by start time); a one-line error naming the nearest existing names when there is none."""
+    text, index = spec, 0
+    head, slash, tail = spec.rpartition("/")
+    if slash and tail.strip().isdigit():
+        text, index = head, int(tail)
+    ranges = all_ranges(report)
+    spelled = filter_names(report, ranges) if ranges.rows else {}
+    if text not in spelled:
+        near = difflib.get_close_matches(text, list(spelled), n=3, cutoff=0.5)
+        hint = f" (nearest: {', '.join(near)})" if near else ""
+        raise AsysError(f"--filter-hgtx: {report.path.name} has no HGTX range named {text!r}{hint}")
+    rows = np.flatnonzero(ranges["name"] == spelled[text])
+    rows = rows[np.lexsort((ranges["rangeId"][rows], ranges["start"][rows]))]
+    if index >= len(rows):
+        raise AsysError(f"--filter-hgtx: HGTX range {text!r} has {len(rows)} instance(s), "
+                        f"index {index} is out of range")
+    return ranges.take(rows[index:index + 1])

@@ -1,0 +1,158 @@
+"""One report's operators: recognised ranges, their PPU activities, and who claims each activity.
+
+Ranges recognised as operators are correlated with PPU activities by
+:func:`asysstats.correlate.correlate` (conventions 14; graph mapping unless
+``no-graph-mapping``). For every activity the analysis keeps, per claim class (custom
+hgtx rule, library, framework) and per layer (framework, library), the *outermost*
+correlated operator range (earliest start, then latest end). The flat rules let one
+operator claim each activity, strongest first:
+
+1. a ``--ppu-op-config Type=kernel:`` rule matching the kernel name;
+2. a ``Type=hgtx:`` rule's range;
+3. a library range (acBLAS, DeepGEMM, FlashAttention, FlashMLA, MoE, PCCL);
+4. the built-in kernel-name recognition (PCCL, MoE, FlashAttention, GEMM kernels),
+   which stands in for absent library annotations;
+5. a framework range (PyTorch, framework-level MoE);
+6. ``others`` (kernels only, when ``op=`` lists it).
+
+A prefill FlashAttention range directly followed on its thread by a decode one (no launch
+in between) forms one operator with it unless
+``no-merge-flash-attention-prefill-decode-operator``; the pair is keyed and named
+``<prefill> + <decode>``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+import numpy as np
+
+from asysstats.compute.intervals import enclosing_pairs
+from asysstats.correlate import Pairs, correlate
+from asysstats.engine import Inputs
+from asysstats.hgtx import all_ranges, launch_rows, runtime_calls
+from asysstats.io.tables import EventTable
+from asysstats.operators.activities import load_activities, range_filter
+from asysstats.operators.catalog import FRAMEWORK, LIBRARY
+from asysstats.operators.merge import PREFILL_DECODE_OPTION, joined_ids, parsed_ids
+from asysstats.operators.model import WORK_FIELDS, work_arrays, work_of
+from asysstats.operators.parsers import CUSTOM, FRAMEWORK_CLAIM, LIBRARY_CLAIM, Parsed
+from asysstats.operators.recognise import TypeFilter, classify_kernels, custom_rules, recognise_ranges, type_filter
+
+
+@dataclass
+class Analysis:
+    """``acts``: the analysed activities (:mod:`activities`) plus ``ktype`` (kernel-name type
+    id, -1) and ``kcustom``; ``ops``: the operator ranges (:func:`asysstats.hgtx.all_ranges`
+    rows) plus per-range ``type``/``key``/``display`` ids, ``layer``, ``claim``, ``parsed``
+    (index into ``parsed``) and the work columns; ``outer``: per claim class and per layer
+    (keys ``"F"``, ``"L"``) the outermost operator range of each activity (-1: none);
+    ``merged_into``: each range's operator (itself, or its prefill partner)."""
+
+    inputs: Inputs
+    acts: EventTable
+    ops: EventTable
+    parsed: list[Parsed]
+    pairs: Pairs
+    outer: dict[Any, np.ndarray]
+    merged_into: np.ndarray
+    types: TypeFilter
+
+
+def analyse(inputs: Inputs, options: Mapping[str, Any], mode: str = "demangled") -> Analysis:
+    inputs.require("kernels", "memcpy", "memset")
+    rules = custom_rules(inputs.settings.ppu_op_config)
+    types = type_filter(options.get("op"), rules)
+    graph = not options.get("no-graph-mapping", False)
+    acts = load_activities(inputs, options.get("device"), mode)
+    acts = acts.take(range_filter(inputs, acts, options, graph))
+    ktype, kcustom = classify_kernels(inputs.strings, np.where(acts["kind"] == 0, acts["raw"], -1), rules, types)
+    acts = acts.with_columns(ktype=ktype, kcustom=kcustom)
+    ranges = all_ranges(inputs.report)
+    index, parsed = recognise_ranges(inputs.strings, ranges, rules, types)
+    ops = ranges.take(np.flatnonzero(index >= 0))
+    index = index[index >= 0]
+    per_text = parsed_ids(inputs.strings, parsed, options)
+    columns = {k: v[index] if len(v) else np.empty(0, np.int64) for k, v in per_text.items()}
+    works = work_arrays([work_of(p) if p.claim != FRAMEWORK_CLAIM else None for p in parsed])
+    columns.update({k: v[index] for k, v in works.items()})
+    columns["layer"] = np.array([p.layer for p in parsed], dtype=np.int64)[index] if parsed else index
+    columns["claim"] = np.array([p.claim for p in parsed], dtype=np.int64)[index] if parsed else index
+    ops = ops.with_columns(parsed=index, **columns)
+    pairs = correlate(inputs.report, ops, acts, graph)
+    outer = outermost(pairs, ops, ops["claim"], acts.rows, (CUSTOM, LIBRARY_CLAIM, FRAMEWORK_CLAIM))
+    by_layer = outermost(pairs, ops, ops["layer"], acts.rows, (FRAMEWORK, LIBRARY))
+    outer.update({"F": by_layer[FRAMEWORK], "L": by_layer[LIBRARY], ("F", "graph"): by_layer[FRAMEWORK, "graph"],
+                  ("L", "graph"): by_layer[LIBRARY, "graph"]})
+    merged_into = np.arange(ops.rows)
+    if not options.get(PREFILL_DECODE_OPTION, False):
+        ops, merged_into = merge_prefill_decode(inputs, ops, parsed, acts)
+    return Analysis(inputs, acts, ops, parsed, pairs, outer, merged_into, types)
+
+
+def outermost(pairs: Pairs, ops: EventTable, klass: np.ndarray, n_acts: int, classes: tuple) -> dict:
+    """Per class: for each activity the outermost correlated range of that class (-1 if
+    none), and under ``(class, "graph")`` whether only graph mapping links the two."""
+    r, a, g = pairs.range_row, pairs.activity_row, pairs.via_graph
+    c = klass[r] if len(r) else r
+    order = np.lexsort((ops["rangeId"][r], -ops["end"][r], ops["start"][r], c, a))
+    r, a, c, g = r[order], a[order], c[order], g[order]
+    first = np.ones(len(r), dtype=bool)
+    first[1:] = (a[1:] != a[:-1]) | (c[1:] != c[:-1])
+    out = {}
+    for k in classes:
+        out[k] = np.full(n_acts, -1, dtype=np.int64)
+        out[k, "graph"] = np.zeros(n_acts, dtype=bool)
+        pick = first & (c == k)
+        out[k][a[pick]] = r[pick]
+        out[k, "graph"][a[pick]] = g[pick]
+    return out
+
+
+def instance_ids(an: "Analysis", rows: np.ndarray, graph: np.ndarray, act: np.ndarray | None = None) -> np.ndarray:
+    """Instance ids of (operator range ``rows``, activity ``act``) links (-1: none), after
+    prefill/decode merging: the range row, or for graph-mapped links one instance per
+    (range, graph launch) above ``ops.rows + acts.rows``. ``act`` defaults to 0, 1, ..."""
+    act = np.arange(len(rows)) if act is None else act
+    rows = np.where(rows >= 0, an.merged_into[np.maximum(rows, 0)], -1) if an.ops.rows else rows
+    out = rows.copy()
+    split = np.flatnonzero((rows >= 0) & graph)
+    if len(split):
+        launch = np.stack([rows[split], an.acts["pid"][act[split]], an.acts["correlationId"][act[split]]], axis=1)
+        _, index = np.unique(launch, axis=0, return_inverse=True)
+        out[split] = an.ops.rows + an.acts.rows + index.reshape(-1)
+    return out
+
+
+def merge_prefill_decode(inputs: Inputs, ops: EventTable, parsed: list[Parsed],
+                         acts: EventTable) -> tuple[EventTable, np.ndarray]:
+    """Pair each prefill attention range with the decode one that follows it on its thread
+    with no launch in between; the decode range's operator becomes the prefill's."""
+    merged_into = np.arange(ops.rows)
+    flash = np.array([p.family == "flash" and p.layer == LIBRARY for p in parsed], dtype=bool)
+    decode = np.array([bool(p.params.get("decode")) for p in parsed], dtype=bool)
+    rows = np.flatnonzero(flash[ops["parsed"]]) if parsed else np.empty(0, np.int64)
+    if len(rows) < 2:
+        return ops, merged_into
+    rows = rows[np.lexsort((ops["rangeId"][rows], ops["start"][rows], ops["globalTid"][rows]))]
+    first, second = rows[:-1], rows[1:]
+    is_decode = decode[ops["parsed"]]
+    cand = (ops["globalTid"][first] == ops["globalTid"][second]) & ~is_decode[first] & is_decode[second]
+    first, second = first[cand], second[cand]
+    calls = runtime_calls(inputs.report)
+    launched = np.unique(launch_rows(calls, acts))
+    launched = launched[launched >= 0]
+    hit, _ = enclosing_pairs(ops["globalTid"][first], ops["end"][first], ops["start"][second],
+                             calls["globalTid"][launched], calls["start"][launched])
+    clear = np.ones(len(first), dtype=bool)
+    clear[hit] = False
+    first, second = first[clear], second[clear]
+    merged_into[second] = first
+    pool = inputs.strings
+    columns = {k: ops[k].copy() for k in ("key", "display") + WORK_FIELDS}
+    columns["key"][first] = joined_ids(pool, ops["key"][first], ops["key"][second])
+    columns["display"][first] = joined_ids(pool, ops["display"][first], ops["display"][second])
+    for k in WORK_FIELDS:
+        columns[k][first] = ops[k][first] + ops[k][second]
+    return ops.with_columns(**columns), merged_into

@@ -1,0 +1,50 @@
+"""Merge keys: operators whose keys are equal form one row; a group shows its first instance's name.
+
+A key is the type, the library and the parameter fields of the operator, without its minor
+fields (asysrep-schema.md) unless the ``no-merge-*`` option of its family is given:
+
+* PyTorch ``seq``, ``op_id``, ``input_op_ids`` (``no-merge-pytorch-parameter``);
+* GEMM leading dimensions, ``alpha``, ``beta`` (``no-merge-gemm-parameter``);
+* MoE ``topkids``, ``unique`` (``no-merge-moe-parameter``);
+* FlashAttention ``seqlen_k`` of decode steps (``no-merge-flash-attention-parameter``);
+* PCCL ``r``, ``h``, ``b`` (``no-merge-communication-parameter``).
+
+Operators recognised from kernel names are keyed by the kernel name.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+
+from asysstats.io.strings import StringPool
+from asysstats.operators.parsers import Parsed
+
+FAMILY_OPTIONS = {"pytorch": "no-merge-pytorch-parameter", "gemm": "no-merge-gemm-parameter",
+                  "flash": "no-merge-flash-attention-parameter", "moe": "no-merge-moe-parameter",
+                  "pccl": "no-merge-communication-parameter"}
+PREFILL_DECODE_OPTION = "no-merge-flash-attention-prefill-decode-operator"
+MERGE_OPTIONS = (PREFILL_DECODE_OPTION,) + tuple(FAMILY_OPTIONS.values())
+
+
+def merge_key(parsed: Parsed, options: Mapping[str, Any]) -> str:
+    keep_all = bool(options.get(FAMILY_OPTIONS.get(parsed.family, ""), False))
+    dropped = frozenset() if keep_all else parsed.minor
+    body = ",".join(f"{k}={v}" for k, v in parsed.fields if k not in dropped)
+    return f"{parsed.type}|{parsed.library}|{body}"
+
+
+def parsed_ids(pool: StringPool, parsed: list[Parsed], options: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    """Per parsed text: ``type``, ``key`` and ``display`` string ids."""
+    return {"type": pool.intern(p.type for p in parsed), "key": pool.intern(merge_key(p, options) for p in parsed),
+            "display": pool.intern(p.display for p in parsed)}
+
+
+def joined_ids(pool: StringPool, first: np.ndarray, second: np.ndarray, sep: str = " + ") -> np.ndarray:
+    """Ids of ``text(first) + sep + text(second)`` per row (once per distinct pair)."""
+    if len(first) == 0:
+        return np.empty(0, np.int64)
+    pairs, inverse = np.unique(np.stack([first, second], axis=1), axis=0, return_inverse=True)
+    texts = pool.lookup(pairs.reshape(-1)).reshape(-1, 2)
+    return pool.intern(f"{a}{sep}{b}" for a, b in texts)[inverse.reshape(-1)]

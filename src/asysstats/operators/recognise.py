@@ -1,0 +1,138 @@
+"""Recognition of operators: HGTX ranges and kernel names -> operator types.
+
+``--ppu-op-config Type=kernel:<re>`` / ``Type=hgtx:<re>`` rules come first, in the order
+given (a regex *search*: "contains"); a range or kernel one of them matches is that type
+and nothing else. Then the built-in recognition: range texts by :mod:`parsers`, kernel
+names by :data:`catalog.KERNEL_TYPES`. The ``op=`` option keeps only the listed types
+(``others`` adds the kernels no operator claims). Every function works once per distinct
+string, never per event.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+import regex
+
+from asysstats.errors import AsysError
+from asysstats.io.strings import StringPool, distinct
+from asysstats.io.tables import EventTable
+from asysstats.operators.catalog import BUILTIN_TYPES, FRAMEWORK, KERNEL_TYPES, OTHERS
+from asysstats.operators.parsers import CUSTOM, Parsed, parse_builtin
+from asysstats.regexes import compile_user_regex, search
+
+SOURCES = ("kernel", "hgtx")
+
+
+@dataclass(frozen=True)
+class CustomRule:
+    """One ``--ppu-op-config`` item."""
+
+    type: str
+    source: str
+    pattern: regex.Pattern
+
+
+def custom_rules(config: tuple[tuple[str, str], ...]) -> tuple[CustomRule, ...]:
+    """Validated ``--ppu-op-config`` pairs (``Type``, ``kernel:<re>`` or ``hgtx:<re>``)."""
+    rules = []
+    for name, value in config:
+        where = f"--ppu-op-config {name}={value}"
+        source, colon, pattern = value.partition(":")
+        if not colon or source.strip().lower() not in SOURCES:
+            raise AsysError(f"{where}: expected <Type>=kernel:<regex> or <Type>=hgtx:<regex>")
+        if not pattern:
+            raise AsysError(f"{where}: the regular expression is empty")
+        rules.append(CustomRule(name.strip(), source.strip().lower(), compile_user_regex(pattern, where)))
+    return tuple(rules)
+
+
+@dataclass(frozen=True)
+class TypeFilter:
+    """The operator types to recognise (``op=``) and whether unclaimed kernels count (``others``)."""
+
+    allowed: frozenset[str]
+    others: bool
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.allowed
+
+
+def type_filter(op: tuple[str, ...] | None, rules: tuple[CustomRule, ...]) -> TypeFilter:
+    known = list(dict.fromkeys(BUILTIN_TYPES + tuple(r.type for r in rules)))
+    if not op:
+        return TypeFilter(frozenset(known), False)
+    by_key = {t.lower(): t for t in known + [OTHERS]}
+    chosen = []
+    for item in op:
+        name = by_key.get(item.strip().lower())
+        if name is None:
+            raise AsysError(f"option 'op': unknown operator type {item!r} (types: {', '.join(known + [OTHERS])})")
+        chosen.append(name)
+    return TypeFilter(frozenset(chosen) - {OTHERS}, OTHERS in chosen)
+
+
+def recognise_text(canonical: str, bare: str, domain: str | None, rules: tuple[CustomRule, ...],
+                   types: TypeFilter) -> Parsed | None:
+    """The operator of one range name (``canonical`` = ``domain:text``, ``bare`` = text)."""
+    builtin = parse_builtin(canonical, bare, domain)
+    for rule in rules:
+        if rule.source == "hgtx" and search(rule.pattern, canonical, "--ppu-op-config"):
+            if rule.type not in types:
+                return None
+            if builtin is None:
+                return Parsed(rule.type, FRAMEWORK, CUSTOM, rule.type, canonical, (("name", canonical),))
+            return replace(builtin, type=rule.type, layer=FRAMEWORK, claim=CUSTOM, library=rule.type)
+    return builtin if builtin is not None and builtin.type in types else None
+
+
+def recognise_ranges(pool: StringPool, ranges: EventTable, rules: tuple[CustomRule, ...],
+                     types: TypeFilter) -> tuple[np.ndarray, list[Parsed]]:
+    """Per range row, the index of its :class:`Parsed` in the returned list (-1: no operator)."""
+    out = np.full(ranges.rows, -1, dtype=np.int64)
+    names = ranges["name"]
+    if ranges.rows == 0:
+        return out, []
+    valid = names >= 0
+    uniq, slot = distinct(names[valid])
+    first = np.full(len(uniq), -1, dtype=np.int64)
+    rows = np.flatnonzero(valid)
+    first[slot[::-1]] = rows[::-1]  # the first row of each distinct name
+    texts = pool.lookup(uniq)
+    domains = pool.lookup(ranges["domain"][first])
+    parsed: list[Parsed] = []
+    index = np.full(len(uniq), -1, dtype=np.int64)
+    for i, (text, domain) in enumerate(zip(texts, domains)):
+        text = text or ""
+        bare = text[len(domain) + 1:] if domain is not None and text.startswith(domain + ":") else text
+        found = recognise_text(text, bare, domain, rules, types)
+        if found is not None:
+            index[i] = len(parsed)
+            parsed.append(found)
+    out[rows] = index[slot]
+    return out, parsed
+
+
+def classify_kernels(pool: StringPool, names: np.ndarray, rules: tuple[CustomRule, ...],
+                     types: TypeFilter) -> tuple[np.ndarray, np.ndarray]:
+    """Per kernel (demangled name ids): the type string id (-1: none) and whether a custom
+    rule decided it."""
+    names = np.asarray(names, dtype=np.int64)
+    kind = np.full(len(names), -1, dtype=np.int64)
+    custom = np.zeros(len(names), dtype=bool)
+    valid = names >= 0
+    if not valid.any():
+        return kind, custom
+    uniq, slot = distinct(names[valid])
+    found, by_rule = [], []
+    for text in pool.lookup(uniq):
+        text = text or ""
+        rule = next((r for r in rules if r.source == "kernel" and search(r.pattern, text, "--ppu-op-config")), None)
+        name = rule.type if rule else next((t for t, pattern in KERNEL_TYPES if pattern.search(text)), None)
+        found.append(name if name in types else None)
+        by_rule.append(rule is not None)
+    ids = np.array([pool.intern([n])[0] if n else -1 for n in found], dtype=np.int64)
+    kind[valid] = ids[slot]
+    custom[valid] = np.asarray(by_rule, dtype=bool)[slot]
+    return kind, custom

@@ -1,0 +1,84 @@
+"""Helpers shared by the HGGC activity rules: key joins, dimension texts, device and
+memory-kind labels. Each works per distinct value, never per event."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from asysstats.engine import Inputs
+from asysstats.io.schema import MEM_KIND_LABELS, MEMCPY_KIND_LABELS, NSYS, NSYS_MEM_KIND_LABELS
+from asysstats.io.strings import StringPool
+from asysstats.io.tables import NA
+
+
+def row_index(table_keys: Sequence[np.ndarray], query_keys: Sequence[np.ndarray]) -> np.ndarray:
+    """Row of the table whose keys equal each query's keys (its first such row), -1 when none."""
+    n = len(table_keys[0])
+    if n == 0:
+        return np.full(len(query_keys[0]), -1, dtype=np.int64)
+    code = np.zeros(n + len(query_keys[0]), dtype=np.int64)
+    for table_key, query_key in zip(table_keys, query_keys):  # one dense code for the key tuple
+        uniq, inverse = np.unique(np.concatenate([table_key, query_key]).astype(np.int64), return_inverse=True)
+        code = np.unique(code * len(uniq) + inverse.reshape(-1), return_inverse=True)[1].reshape(-1)
+    table_code, query_code = code[:n], code[n:]
+    uniq, first = np.unique(table_code, return_index=True)
+    slot = np.minimum(np.searchsorted(uniq, query_code), len(uniq) - 1)
+    return np.where(uniq[slot] == query_code, first[slot], -1)
+
+
+def take_or_na(values: np.ndarray, rows: np.ndarray, missing: int = NA) -> np.ndarray:
+    """``values[rows]``, with ``missing`` (``NA``; -1 for string ids) where ``rows`` is -1."""
+    if len(values) == 0:
+        return np.full(len(rows), missing, dtype=np.int64)
+    return np.where(rows >= 0, np.asarray(values)[np.maximum(rows, 0)], missing)
+
+
+def triple_ids(pool: StringPool, x: np.ndarray, y: np.ndarray, z: np.ndarray) -> np.ndarray:
+    """String ids of ``"x y z"`` per row (grid and block dimensions)."""
+    triples = np.stack([np.asarray(x), np.asarray(y), np.asarray(z)], axis=1).astype(np.int64)
+    uniq, inverse = np.unique(triples, axis=0, return_inverse=True)
+    ids = pool.intern(f"{a} {b} {c}" for a, b, c in uniq.tolist())
+    return ids[inverse.reshape(-1)] if len(ids) else np.empty(0, np.int64)
+
+
+def device_names(inputs: Inputs) -> dict[int, str]:
+    """Device name by device id (``TARGET_INFO_PPU`` / ``TARGET_INFO_GPU``)."""
+    devices = inputs.table("devices", ("id", "name"))
+    names = inputs.strings.lookup(devices["name"])
+    return {int(d): n for d, n in zip(devices["id"].tolist(), names) if n is not None}
+
+
+def device_label_ids(inputs: Inputs, device_ids: np.ndarray) -> np.ndarray:
+    """String ids of ``"<device name> (<id>)"`` per row; ``"(<id>)"`` for an unlisted device."""
+    names = device_names(inputs)
+    uniq, inverse = np.unique(np.asarray(device_ids, dtype=np.int64), return_inverse=True)
+    ids = inputs.strings.intern(f"{names.get(d, '')} ({d})".lstrip() for d in uniq.tolist())
+    return ids[inverse.reshape(-1)] if len(ids) else np.empty(0, np.int64)
+
+
+def kind_labels(inputs: Inputs, enum: str) -> dict[int, str]:
+    """Labels of the ``memcpy_kinds`` or ``mem_kinds`` enumeration: the report's table, else
+    the built-in numbering of the report's dialect."""
+    if inputs.has(enum):
+        table = inputs.table(enum, ("id", "label"))
+        labels = inputs.strings.lookup(table["label"])
+        return {int(i): s for i, s in zip(table["id"].tolist(), labels) if s is not None}
+    if enum == "memcpy_kinds":
+        return dict(MEMCPY_KIND_LABELS)
+    return dict(NSYS_MEM_KIND_LABELS if inputs.report.dialect == NSYS else MEM_KIND_LABELS)
+
+
+def kind_label_ids(inputs: Inputs, enum: str, kinds: np.ndarray, template: str = "{}") -> np.ndarray:
+    """String ids of ``template.format(label)`` per row; -1 (printed ``-``) where the kind is NULL."""
+    labels = kind_labels(inputs, enum)
+    kinds = np.asarray(kinds, dtype=np.int64)
+    out = np.full(len(kinds), -1, dtype=np.int64)
+    known = kinds >= 0
+    uniq, inverse = np.unique(kinds[known], return_inverse=True)
+    ids = inputs.strings.intern(template.format(labels.get(k, "Unknown")) for k in uniq.tolist())
+    if len(ids):
+        out[known] = ids[inverse.reshape(-1)]
+    return out
+

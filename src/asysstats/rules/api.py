@@ -1,0 +1,98 @@
+"""HGGC API rules: ``hggc_api_sum`` (time per API name) and ``hggc_api_trace`` (every call)."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+import regex
+
+from asysstats.engine import Inputs
+from asysstats.io.schema import NSYS
+from asysstats.io.tables import EventTable
+from asysstats.registry import INT, ROWS, TEXT, Column, Rule
+from asysstats.rules.activity import row_index, take_or_na
+from asysstats.rules.summary import stat_cells, stat_columns, summarize
+
+API_COLUMNS = ("start", "end", "globalTid", "correlationId", "nameId")
+# Nsight Systems exports name runtime APIs with the version they appeared in
+# (cudaLaunchKernel_v7000); `nsys stats` prints them without it.
+VERSION_SUFFIX = regex.compile(r"_v[0-9]{4}$")
+
+
+def api_name_ids(inputs: Inputs, name_ids: np.ndarray) -> np.ndarray:
+    """API names as printed: on Nsight exports a trailing ``_v`` + four digits is dropped."""
+    if inputs.report.dialect != NSYS:
+        return inputs.strings.canonical(name_ids)
+    return inputs.strings.map_distinct(name_ids, lambda name: VERSION_SUFFIX.sub("", name))
+
+
+def thread_name_ids(inputs: Inputs, global_tids: np.ndarray) -> np.ndarray:
+    """Name id of each thread (``ThreadNames``), -1 for an unnamed thread."""
+    threads = inputs.table("threads", ("globalTid", "nameId"))
+    rows = row_index([threads["globalTid"]], [global_tids])
+    return take_or_na(inputs.strings.canonical(threads["nameId"]), rows, missing=-1)
+
+
+def call_summary(inputs: Inputs, calls: EventTable, names: np.ndarray, columns: tuple[Column, ...]) -> dict:
+    """Duration statistics of calls per name, by total time descending."""
+    groups, stats, order = summarize(inputs.strings, [names], calls["end"] - calls["start"], 0)
+    frame = stat_cells(columns[:-1], stats, order)
+    frame[columns[-1].name] = groups.keys[0][order]
+    return frame
+
+
+SUM_COLUMNS = stat_columns("calls to this function", count="Num Calls") + (
+    Column("Name", TEXT, "Name of the function"),)
+
+
+def api_sum(inputs: Inputs, options: Mapping[str, Any]) -> dict:
+    calls = inputs.table("runtime", API_COLUMNS)
+    return call_summary(inputs, calls, api_name_ids(inputs, calls["nameId"]), SUM_COLUMNS)
+
+
+TRACE_COLUMNS = (
+    Column("Start (ns)", INT, "Start time of the API call"),
+    Column("Duration (ns)", INT, "Duration of the API call"),
+    Column("Name", TEXT, "API function name"),
+    Column("CorrID", INT, "Correlation ID used to map to other HGGC traces"),
+    Column("Pid", INT, "Process ID that made the call"),
+    Column("Tid", INT, "Thread ID that made the call"),
+    Column("Thread Name", TEXT, "Name of the thread that made the API call"),
+)
+
+
+def api_trace(inputs: Inputs, options: Mapping[str, Any]) -> dict:
+    calls = inputs.table("runtime", API_COLUMNS)
+    names = api_name_ids(inputs, calls["nameId"])
+    rank = inputs.strings.sort_rank(names) if calls.rows else np.empty(0, np.int64)
+    order = np.lexsort((calls["correlationId"], calls["tid"], calls["pid"], calls["end"], rank, calls["start"]))
+    calls = calls.take(order)
+    return dict(zip((c.name for c in TRACE_COLUMNS), (
+        calls["start"], calls["end"] - calls["start"], names[order], calls["correlationId"],
+        calls["pid"], calls["tid"], thread_name_ids(inputs, calls["globalTid"]))))
+
+
+API_SUM = Rule(
+    name="hggc_api_sum",
+    title="HGGC API Summary",
+    help="Time spent in HGGC API calls per API name, in descending order of total time. "
+         "'Time (%)' is the share of the total of all API calls in the table.",
+    columns=SUM_COLUMNS,
+    compute=api_sum,
+    reads=("runtime",),
+    options=(ROWS,),
+    share="Time (%)",
+)
+
+API_TRACE = Rule(
+    name="hggc_api_trace",
+    title="HGGC API Trace",
+    help="One row per HGGC API call, in ascending order of start time.",
+    columns=TRACE_COLUMNS,
+    compute=api_trace,
+    reads=("runtime", "threads"),
+    options=(ROWS,),
+)
+
+RULES = [API_SUM, API_TRACE]

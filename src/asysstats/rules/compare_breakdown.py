@@ -1,0 +1,190 @@
+"""``ppu_operator_kernel_breakdown_compare`` and ``ppu_operator_breakdown_compare``: the
+layered operator breakdowns of two reports (``ppu_op_kernel_breakdown``, ``ppu_op_breakdown``).
+
+Each side's rows are the single rule's rows, made from the same
+:func:`asysstats.operators.layers.breakdown` statistics, plus the layers' merge keys.
+Rows match level by level: the framework operator by type and match key
+(:func:`compare_operators.match_key`; ``Native`` by type), the library operator inside it
+by match key (``Native``, ``Idle`` by name), the kernel inside that by name. A row is the
+full outer join at the deepest level (kernel, or library operator); a side without that
+row still shows its framework and library operators when they match. Rows nest like the
+single rules': framework groups by the larger side's time percentage, then library groups,
+then kernels, ties by name. ``top=N`` keeps the rows whose deepest operator is among the N
+largest time percentages of either report; ``matched-only`` keeps the rows matched at the
+deepest level. ``Avg Ratio`` is the deepest level's target / base.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+
+from asysstats.engine import Inputs
+from asysstats.io.tables import NA
+from asysstats.operators.analysis import analyse
+from asysstats.operators.layers import IDLE, NATIVE, breakdown
+from asysstats.registry import (INT, NAME_OPTIONS, NO_GRAPH_MAPPING, PAIR_TEXT, PERCENT, RATIO, TEXT, Column, Frame,
+                                Rule, name_mode)
+from asysstats.rules.compare_common import (DEVICE_NAME, MATCHED_ONLY, TOP, Pairing, as_float, device_label,
+                                            match_rows, name_rank, resolved, taken, target_over_base)
+from asysstats.rules.compare_operators import match_key
+from asysstats.rules.operators_breakdown import ORDERS, library_utilisation, nested_order, percent
+from asysstats.rules.operators_common import ALL_MERGES, OP, READS, REQUIRES, SCOPE, order_by
+
+SENTINELS = {NATIVE: "<native>", IDLE: "<idle>"}
+NAMES = {"Framework": "Framework OP", "Library": "Library OP", "Kernel": "Kernel"}
+WHAT = {"Framework": "framework layer operator", "Library": "compute library layer operator", "Kernel": "HGGC kernel"}
+UTILS = (("Compute Util (%)", "PPU compute capability"), ("HBM Load Util (%)", "PPU HBM load bandwidth"),
+         ("HBM Store Util (%)", "PPU HBM store bandwidth"))
+
+
+def level_columns(level: str) -> tuple[Column, ...]:
+    what = WHAT[level]
+    return (Column(NAMES[level], TEXT, f"Name of the {what}"),
+            Column(f"{level} Time (%)", PERCENT, f"Time of this {what} as a percentage of 'Total Time'"),
+            Column(f"{level} Avg (ns)", INT, f"Average duration of this {what}"),
+            Column(f"{level} Instances", INT, f"Number of instances of this {what}"))
+
+
+def side_frame(inputs: Inputs, options: Mapping[str, Any], levels: tuple[str, ...]) -> Frame:
+    """One report's breakdown rows (in the single rule's order) with the level keys."""
+    with_kernel = "Kernel" in levels
+    an = analyse(inputs, options, name_mode(options) if with_kernel else "demangled")
+    b = breakdown(an)
+    l_of, k_of = np.arange(len(b.l["f"])), None
+    if with_kernel:  # every kernel row, and the library groups without kernels
+        empty = np.setdiff1d(l_of, b.k["l"])
+        l_of = np.r_[b.k["l"], empty].astype(np.int64)
+        k_of = np.r_[np.arange(len(b.k["l"])), np.full(len(empty), -1)].astype(np.int64)
+    order = nested_order(inputs, b, b.l["f"][l_of], l_of, k_of, options.get("order-by") or "time")
+    rows = {"Framework": b.l["f"][l_of][order], "Library": l_of[order]}
+    if with_kernel:
+        rows["Kernel"] = k_of[order]
+    frame = {"OP Type": resolved(inputs, b.f["type"][rows["Framework"]])}
+    for level, table in zip(levels, (b.f, b.l, b.k)):
+        at = rows[level]
+        has, pick = at >= 0, np.maximum(at, 0)
+        name, time, avg, count = (c.name for c in level_columns(level))
+        values = (table["name"], percent(table["time"], b.total), table["time"] / np.maximum(table["count"], 1),
+                  table["count"])
+        for column, source, fill in zip((name, time, avg, count), values, (-1, np.nan, np.nan, NA)):
+            frame[column] = np.where(has, source[pick], fill) if len(source) else np.full(len(at), fill)
+        frame[name] = resolved(inputs, frame[name])
+        if level != "Kernel":
+            keys = table["key"][at]
+            texts = resolved(inputs, np.where(keys >= 0, keys, -1)).tolist()
+            frame[f"{level} Key"] = np.array([match_key(SENTINELS.get(k, t)) for k, t in zip(keys.tolist(), texts)],
+                                             dtype=object)
+    if not with_kernel:
+        util = library_utilisation(inputs, an.ops, b)
+        frame.update({name: util[name][rows["Library"]] for name, _ in UTILS})
+    frame[DEVICE_NAME] = np.full(len(order), device_label(inputs, options.get("device")), dtype=object)
+    return frame
+
+
+def level_rows(frames: tuple[Frame, Frame], exact: Pairing, keys: list[str]) -> Pairing:
+    """Per output row and side: the matched row, else the first row of that side with the
+    same ``keys`` as the other side's row (the parent it shares), else -1."""
+    found = []
+    for side, (rows, other) in enumerate(((exact.base, exact.target), (exact.target, exact.base))):
+        first: dict[tuple, int] = {}
+        for row, key in enumerate(zip(*(frames[side][k].tolist() for k in keys))):
+            first.setdefault(key, row)
+        other_keys = list(zip(*(frames[1 - side][k].tolist() for k in keys)))
+        found.append(np.array([r if r >= 0 else first.get(other_keys[o], -1)
+                               for r, o in zip(rows.tolist(), other.tolist())], dtype=np.int64))
+    return Pairing(*found)
+
+
+def sides(frames: tuple[Frame, Frame], rows: Pairing, column: str) -> tuple[np.ndarray, np.ndarray]:
+    return taken(frames[0][column], rows.base), taken(frames[1][column], rows.target)
+
+
+def either(frames: tuple[Frame, Frame], rows: Pairing, column: str) -> np.ndarray:
+    base, target = sides(frames, rows, column)
+    return np.where(rows.base >= 0, base, target)
+
+
+def in_top(frame: Frame, column: str, count: int | None) -> np.ndarray:
+    """Whether each row's deepest operator is among the ``count`` largest (all without a count)."""
+    values = np.nan_to_num(as_float(frame[column]), nan=-np.inf)
+    keep = np.full(len(values), count is None)
+    keep[np.argsort(-values, kind="stable")[:count or 0]] = True
+    return keep
+
+
+def compare(inputs: tuple[Inputs, Inputs], options: Mapping[str, Any], levels: tuple[str, ...]) -> Frame:
+    frames = tuple(side_frame(side, options, levels) for side in inputs)
+    keys = ["OP Type", "Framework Key", "Library Key"] + (["Kernel"] if "Kernel" in levels else [])
+    deepest = levels[-1]
+    exact = match_rows(*([f[k] for k in keys] for f in frames))
+    keep = np.zeros(len(exact.base), dtype=bool)
+    for frame, rows in zip(frames, (exact.base, exact.target)):
+        top = in_top(frame, f"{deepest} Time (%)", options.get("top"))
+        keep |= (rows >= 0) & np.append(top, False)[rows]
+    if options.get("matched-only"):
+        keep &= (exact.base >= 0) & (exact.target >= 0)
+    exact = exact.take(keep)
+    parents = [level_rows(frames, exact, keys[:depth]) for depth in range(2, len(levels) + 1)]
+    pairings = dict(zip(levels, parents + [exact]))
+    sort = []
+    for level, rows in pairings.items():
+        share = np.fmax(*(as_float(v) for v in sides(frames, rows, f"{level} Time (%)")))
+        sort += [-np.nan_to_num(share, nan=-np.inf), name_rank(either(frames, rows, NAMES[level]))]
+    sort.insert(2, name_rank(either(frames, pairings["Framework"], "OP Type")))
+    order = np.lexsort((exact.target, exact.base) + tuple(reversed(sort)))
+    pairings = {level: rows.take(order) for level, rows in pairings.items()}
+    out = {"Device Name": np.stack(sides(frames, pairings["Framework"], DEVICE_NAME), axis=1).reshape(-1, 2),
+           "OP Type": either(frames, pairings["Framework"], "OP Type")}
+    for index, prefix in enumerate(("Base", "Target")):
+        for level, rows in pairings.items():
+            columns = [c.name for c in level_columns(level)] + ([n for n, _ in UTILS] if level == "Library"
+                                                                 and "Kernel" not in levels else [])
+            for column in columns:
+                out[f"{prefix} {column}"] = sides(frames, rows, column)[index]
+    out["Avg Ratio"] = target_over_base(*sides(frames, pairings[deepest], f"{deepest} Avg (ns)"))
+    return out
+
+
+def comparison(levels: tuple[str, ...]) -> tuple[Column, ...]:
+    columns = [Column("Device Name", PAIR_TEXT, "PPU device name (base / target)"),
+               Column("OP Type", TEXT, "PPU operator type")]
+    for prefix in ("Base", "Target"):
+        report = f"in the {prefix.lower()} report"
+        for level in levels:
+            columns += [Column(f"{prefix} {c.name}", c.kind, f"{c.help} {report}") for c in level_columns(level)]
+        if levels[-1] == "Library":
+            columns += [Column(f"{prefix} {name}", PERCENT, f"Utilisation of the {what} {report}")
+                        for name, what in UTILS]
+    what = "kernel" if levels[-1] == "Kernel" else "library operator"
+    return tuple(columns) + (Column("Avg Ratio", RATIO, f"Target {what} average time compared to base: target / "
+                                                        "base ('-' when unmatched or the base is 0)"),)
+
+
+HELP = ("Rows match by operator type and merged parameters at the framework and library layers{kernel}; a side "
+        "without the row shows '-' (its parent operators when they match). Sorted level by level by the larger "
+        "time percentage of the two reports. Cells are 'base / target'; ratios are target / base.")
+OPTIONS = (TOP,) + SCOPE + (OP, order_by(ORDERS, "time", "|".join(ORDERS)), NO_GRAPH_MAPPING) + ALL_MERGES
+KERNEL_LEVELS, LIBRARY_LEVELS = ("Framework", "Library", "Kernel"), ("Framework", "Library")
+
+KERNEL_BREAKDOWN_COMPARE = Rule(
+    name="ppu_operator_kernel_breakdown_compare",
+    title="PPU Operator Kernel Breakdown Comparison",
+    help="The ppu_op_kernel_breakdown tables of the base and target reports. " + HELP.format(
+        kernel=" and by kernel name at the kernel layer"),
+    columns=comparison(KERNEL_LEVELS),
+    compute=lambda inputs, options: compare(inputs, options, KERNEL_LEVELS),
+    reads=READS, requires=REQUIRES, options=OPTIONS[:4] + NAME_OPTIONS + OPTIONS[4:] + (MATCHED_ONLY,), reports=2,
+)
+
+BREAKDOWN_COMPARE = Rule(
+    name="ppu_operator_breakdown_compare",
+    title="PPU Operator Breakdown Comparison",
+    help="The ppu_op_breakdown tables of the base and target reports. " + HELP.format(kernel=""),
+    columns=comparison(LIBRARY_LEVELS),
+    compute=lambda inputs, options: compare(inputs, options, LIBRARY_LEVELS),
+    reads=READS, requires=REQUIRES, options=OPTIONS + (MATCHED_ONLY,), reports=2,
+)
+
+RULES = [KERNEL_BREAKDOWN_COMPARE, BREAKDOWN_COMPARE]

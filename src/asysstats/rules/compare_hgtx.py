@@ -1,0 +1,44 @@
+"""``hgtx_ppu_projection_summary_compare``: the ``hgtx_ppu_proj_sum`` tables of two reports,
+HGTX ranges matched by name and style."""
+
+from __future__ import annotations
+
+from asysstats.registry import PAIR_INT, PAIR_PERCENT, PAIR_TEXT
+from asysstats.rules.compare_common import BASE, DEVICE_NAME, TARGET, comparison_rule, pair, ratio, side, \
+    single_rule_frame
+from asysstats.rules.hgtx_projection import PROJ_SUM
+
+
+def projection_pair(name: str, source: str, help: str, ratio_name: str) -> tuple:
+    return (pair(name, source, PAIR_INT, help), ratio(ratio_name, source, f"Target {help[0].lower()}{help[1:]}"))
+
+
+CELLS = (
+    pair("Device Name", DEVICE_NAME, PAIR_TEXT, "PPU device name"),
+    pair("In-Use (%)", "In-Use (%)", PAIR_PERCENT, "Percentage of projected active time to the time range"),
+    pair("Range Instance", "Range Instances", PAIR_INT, "Number of instances of this range"),
+    *projection_pair("Proj Avg (ns)", "Proj Avg (ns)", "Average projected time of this range", "Proj Avg Ratio"),
+    *projection_pair("Proj Active Time (ns)", "Proj Active Time (ns)",
+                     "Projected time of this range name, overlaps counted once", "Proj Active Ratio"),
+    *projection_pair("Total Proj Time (ns)", "Total Proj Time (ns)",
+                     "Total projected time of all instances of this range name", "Total Proj Ratio"),
+    *projection_pair("Total Range Time (ns)", "Total Range Time (ns)",
+                     "Total original HGTX range time of all instances of this range name", "Total Range Ratio"),
+    side("Base Range", "Range", BASE, "Name of the HGTX range in the base report"),
+    side("Target Range", "Range", TARGET, "Name of the HGTX range in the target report"),
+)
+
+PROJECTION_SUMMARY_COMPARE = comparison_rule(
+    name="hgtx_ppu_projection_summary_compare",
+    title="HGTX to PPU Projection Summary Comparison",
+    help="The hgtx_ppu_proj_sum tables of the base and target reports, ranges matched by name and style; "
+         "sorted by the larger of the two In-Use values, descending.",
+    cells=CELLS,
+    side_frame=single_rule_frame(PROJ_SUM),
+    keys=("Range", "Style"),
+    sort="In-Use (%)",
+    options=PROJ_SUM.options,
+    reads=PROJ_SUM.reads,
+)
+
+RULES = [PROJECTION_SUMMARY_COMPARE]

@@ -1,0 +1,36 @@
+"""``ppu_kernel_summary_compare``: the ``hggc_ppu_kern_sum`` tables of two reports, kernels
+matched by name (in the chosen name mode)."""
+
+from __future__ import annotations
+
+from asysstats.registry import DEVICE, HGTX_NAME, NAME_OPTIONS, PAIR_INT, PAIR_PERCENT, PAIR_TEXT
+from asysstats.rules.compare_common import BASE, DEVICE_NAME, TARGET, TOP, comparison_rule, pair, ratio, \
+    side, single_rule_frame
+from asysstats.rules.kernels import KERN_SUM
+
+CELLS = (
+    pair("Device Name", DEVICE_NAME, PAIR_TEXT, "PPU device name"),
+    pair("Instances", "Instances", PAIR_INT, "Number of executions of this kernel"),
+    pair("Percent (%)", "Time (%)", PAIR_PERCENT, "Percentage of the total time of all kernels of the report"),
+    pair("Avg (ns)", "Avg (ns)", PAIR_INT, "Average execution time of this kernel"),
+    ratio("Avg Ratio", "Avg (ns)", "Target average time compared to base"),
+    pair("Total (ns)", "Total Time (ns)", PAIR_INT, "Total execution time of this kernel"),
+    ratio("Total Ratio", "Total Time (ns)", "Target total time compared to base"),
+    side("Base Kernel", "Name", BASE, "Name of the kernel in the base report"),
+    side("Target Kernel", "Name", TARGET, "Name of the kernel in the target report"),
+)
+
+KERNEL_SUMMARY_COMPARE = comparison_rule(
+    name="ppu_kernel_summary_compare",
+    title="PPU Kernel Summary Comparison",
+    help="The hggc_ppu_kern_sum tables of the base and target reports, kernels matched by name; "
+         "sorted by the larger of the two time percentages, descending.",
+    cells=CELLS,
+    side_frame=single_rule_frame(KERN_SUM),
+    keys=("Name",),
+    sort="Time (%)",
+    options=(TOP, HGTX_NAME) + NAME_OPTIONS + (DEVICE,),
+    reads=KERN_SUM.reads,
+)
+
+RULES = [KERNEL_SUMMARY_COMPARE]

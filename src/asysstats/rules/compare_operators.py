@@ -1,0 +1,122 @@
+"""``ppu_operator_summary_compare`` and ``ppu_operator_type_summary_compare``: the
+``ppu_op_sum`` and ``ppu_op_type_sum`` tables of two reports.
+
+Operators match by type and merged parameters: the merge key of ``ppu_op_sum`` without
+its library segment, with the vendor prefixes of BLAS and collective libraries dropped
+(``ACBLAS``/``CUBLAS`` -> ``BLAS``, ``PCCL``/``NCCL`` -> ``CCL``, kernel names included)
+and case-folded, so that an operator of a PPU report matches the same operator of an
+NVIDIA report. Operator types
+match by name; the ``Summary`` row of the type table comes first.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+import regex
+
+from asysstats.engine import Inputs
+from asysstats.registry import NO_GRAPH_MAPPING, PAIR_INT, PAIR_PERCENT, PAIR_TEXT, Frame
+from asysstats.rules.compare_common import BASE, DEVICE_NAME, EITHER, TARGET, TOP, comparison_rule, pair, ratio, \
+    side, single_rule_frame
+from asysstats.rules.operators_common import ALL_MERGES, OP, SCOPE, order_by
+from asysstats.rules.operators_summary import OP_SUM, SUM_ORDER, TYPE_SUM
+
+VENDOR = regex.compile(r"(?i)\b(?:AC|CU)(?=BLAS)|\b[PN](?=CCL)")
+LIBRARY_SEGMENT = regex.compile(r"(^| \+ )([^|]+)\|[^|]*\|")
+MATCH_KEY = "Match Key"
+
+
+def match_key(key: str | None) -> str | None:
+    """A merge key (``type|library|fields``, `` + ``-joined for merged pairs, or a kernel
+    name) without library segments and vendor prefixes, case-folded."""
+    if key is None:
+        return None
+    return VENDOR.sub("", LIBRARY_SEGMENT.sub(r"\1\2||", key)).casefold()
+
+
+def operator_frame(inputs: Inputs, options: Mapping[str, Any]) -> Frame:
+    """The ``ppu_op_sum`` frame of one report with the match key of every operator."""
+    frame = single_rule_frame(OP_SUM, extra_text=("OP Key",))(inputs, options)
+    frame[MATCH_KEY] = np.array([match_key(k) for k in frame["OP Key"].tolist()], dtype=object)
+    return frame
+
+
+def operator_order(options: Mapping[str, Any]) -> tuple[str | None, tuple[str, ...]]:
+    """Default: the larger time percentage; ``order-by`` a numeric column: its larger side;
+    ``name`` / ``type``: ascending by those texts."""
+    key = options.get("order-by") or "total"
+    if key == "name":
+        return None, ("OP Name", "OP Type")
+    if key == "type":
+        return None, ("OP Type", "OP Name")
+    return ("Percent (%)" if key == "total" else SUM_ORDER[key]), ("OP Name",)
+
+
+DEVICE_CELL = pair("Device Name", DEVICE_NAME, PAIR_TEXT, "PPU device name")
+TYPE_CELL = side("OP Type", "OP Type", EITHER, "PPU operator type")
+OPERATOR_CELLS = (
+    DEVICE_CELL, TYPE_CELL,
+    pair("Percent (%)", "Percent (%)", PAIR_PERCENT, "Percentage of the total time of all operators of the report"),
+    pair("Instances", "Instances", PAIR_INT, "Number of instances of this operator"),
+    pair("Avg (ns)", "Avg (ns)", PAIR_INT, "Average execution time of this operator"),
+    ratio("Avg Ratio", "Avg (ns)", "Target average time compared to base"),
+    pair("Total (ns)", "Total Time (ns)", PAIR_INT, "Total time of all instances of this operator"),
+    ratio("Total Ratio", "Total Time (ns)", "Target total time compared to base"),
+    pair("Active (ns)", "PPU Active Time (ns)", PAIR_INT, "PPU active time of this operator, overlaps counted once"),
+    ratio("Active Ratio", "PPU Active Time (ns)", "Target active time compared to base"),
+    pair("Compute Util (%)", "Compute Util (%)", PAIR_PERCENT, "Estimated PPU compute utilisation"),
+    pair("HBM Load Util (%)", "HBM Load Util (%)", PAIR_PERCENT, "Estimated PPU HBM load utilisation"),
+    pair("HBM Store Util (%)", "HBM Store Util (%)", PAIR_PERCENT, "Estimated PPU HBM store utilisation"),
+    side("Base OP Name", "OP Name", BASE, "Name of the operator in the base report"),
+    side("Target OP Name", "OP Name", TARGET, "Name of the operator in the target report"),
+)
+
+OPERATOR_SUMMARY_COMPARE = comparison_rule(
+    name="ppu_operator_summary_compare",
+    title="PPU Operator Summary Comparison",
+    help="The ppu_op_sum tables of the base and target reports, operators matched by type and merged parameters "
+         "(library and vendor prefixes ignored); sorted by the larger of the two time percentages, descending "
+         "(order-by: another column's larger side; name and type ascending).",
+    cells=OPERATOR_CELLS,
+    side_frame=operator_frame,
+    keys=("OP Type", MATCH_KEY),
+    sort="Percent (%)",
+    options=(TOP,) + SCOPE + (OP, order_by(SUM_ORDER, "total", "|".join(SUM_ORDER)), NO_GRAPH_MAPPING) + ALL_MERGES,
+    reads=OP_SUM.reads,
+    requires=OP_SUM.requires,
+    order=operator_order,
+)
+
+TYPE_CELLS = (
+    DEVICE_CELL, TYPE_CELL,
+    pair("Percent (%)", "Percent (%)", PAIR_PERCENT, "Percentage of 'Total Time'"),
+    pair("Instances", "Instances", PAIR_INT, "Number of instances of this operator type"),
+    pair("Avg (ns)", "Avg (ns)", PAIR_INT, "Average duration of this operator type"),
+    ratio("Avg Ratio", "Avg (ns)", "Target average duration compared to base"),
+    pair("Total (ns)", "Total Time (ns)", PAIR_INT, "Total duration of all instances of this operator type"),
+    ratio("Total Ratio", "Total Time (ns)", "Target total time compared to base"),
+    pair("PPU Active Time (ns)", "PPU Active Time (ns)", PAIR_INT, "PPU active time of this type, overlaps once"),
+    ratio("Active Time Ratio", "PPU Active Time (ns)", "Target PPU active time compared to base"),
+    pair("Top OP Percent (%)", "Top OP Percent (%)", PAIR_PERCENT, "Share of the top operator in its type's time"),
+    side("Base Top OP Name", "Top OP Name", BASE, "Name of the top operator of this type in the base report"),
+    side("Target Top OP Name", "Top OP Name", TARGET, "Name of the top operator of this type in the target report"),
+)
+
+TYPE_SUMMARY_COMPARE = comparison_rule(
+    name="ppu_operator_type_summary_compare",
+    title="PPU Operator Type Summary Comparison",
+    help="The ppu_op_type_sum tables of the base and target reports, operator types matched by name; the "
+         "Summary row (all types) first, then by the larger of the two time percentages, descending.",
+    cells=TYPE_CELLS,
+    side_frame=single_rule_frame(TYPE_SUM),
+    keys=("OP Type",),
+    sort="Percent (%)",
+    options=SCOPE + (OP, NO_GRAPH_MAPPING) + ALL_MERGES,
+    reads=TYPE_SUM.reads,
+    requires=TYPE_SUM.requires,
+    first="Summary",
+)
+
+RULES = [OPERATOR_SUMMARY_COMPARE, TYPE_SUMMARY_COMPARE]

@@ -1,0 +1,180 @@
+"""HGTX-correlated kernels: ``hgtx_kern_sum`` and ``hgtx_kern_trace`` (conventions 14).
+
+A kernel counts in every range that holds the start of its launch call (on the call's
+thread), and with graph mapping in the ranges holding the creation of its graph node.
+With ``standalone``, kernels correlated with no (selected) range get a row whose HGTX
+cells are ``-``; their PID/TID are those of the launching thread.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+
+from asysstats.compute.grouped import group_by, grouped_stats
+from asysstats.correlate import Pairs, activity_table, correlate
+from asysstats.engine import Inputs
+from asysstats.hgtx import launch_rows, load_ranges, name_filter, pair_key, runtime_calls
+from asysstats.io.tables import NA, EventTable
+from asysstats.names import kernel_name_ids
+from asysstats.registry import (DEVICE, INT, NAME_OPTIONS, NO_GRAPH_MAPPING, RANGE_EXCLUDE, RANGE_INCLUDE, TEXT,
+                                Column, Option, Rule, name_mode)
+from asysstats.rules.activity import take_or_na
+from asysstats.rules.kernel_traces import dimension_ids
+
+STANDALONE = Option("standalone", "flag", "Include kernels correlated with no HGTX range (HGTX cells '-').", False)
+KERNEL_COLUMNS = ("start", "end", "deviceId", "contextId", "streamId", "correlationId", "globalPid", "graphId",
+                  "graphNodeId", "demangledName", "shortName", "mangledName",
+                  "gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ")
+
+
+class Links:
+    """Correlated (range, kernel) rows, plus one row per standalone kernel (range -1)."""
+
+    def __init__(self, inputs: Inputs, options: Mapping[str, Any]) -> None:
+        inputs.require("kernels")
+        ranges = load_ranges(inputs)
+        self.ranges = ranges.take(name_filter(inputs, ranges["name"], options))
+        self.kernels: EventTable = activity_table(inputs, "kernels", KERNEL_COLUMNS, options.get("device"))
+        calls = runtime_calls(inputs.report)
+        launch = launch_rows(calls, self.kernels)
+        pairs: Pairs = correlate(inputs.report, self.ranges, self.kernels, not options["no-graph-mapping"])
+        r, k, graph = pairs.range_row, pairs.activity_row, pairs.via_graph
+        if options.get("standalone"):
+            alone = np.ones(self.kernels.rows, dtype=bool)
+            alone[k] = False
+            k_alone = np.flatnonzero(alone)
+            r = np.concatenate([r, np.full(len(k_alone), -1, np.int64)])
+            k = np.concatenate([k, k_alone])
+            graph = np.concatenate([graph, np.zeros(len(k_alone), dtype=bool)])
+        self.range_row, self.kernel_row, self.via_graph = r, k, graph
+        call = launch[k]
+        self.call_start = np.where(graph, NA, take_or_na(calls["start"], call))
+        self.call_duration = np.where(graph, NA, take_or_na(calls["end"] - calls["start"], call))
+        self.pid = np.where(r >= 0, self.range_cell("pid"), self.kernels["pid"][k])
+        self.tid = np.where(r >= 0, self.range_cell("tid"), take_or_na(calls["tid"], call))
+
+    def range_cell(self, column: str, missing: int = NA) -> np.ndarray:
+        return np.where(self.range_row >= 0, self.ranges[column][np.maximum(self.range_row, 0)], missing) \
+            if self.ranges.rows else np.full(len(self.range_row), missing, np.int64)
+
+
+def kern_sum(inputs: Inputs, options: Mapping[str, Any]) -> dict:
+    links = Links(inputs, options)
+    names = kernel_name_ids(inputs.strings, links.kernels, name_mode(options))[links.kernel_row]
+    range_name, style = links.range_cell("name", -1), links.range_cell("style", -1)
+    groups = group_by([range_name, style, links.pid, links.tid, names])
+    label = groups.label()
+    # a kernel counts once per group (nested ranges of one name would count it twice)
+    distinct = np.unique(pair_key(label, links.kernel_row))
+    k_label, k_row = distinct >> 32, distinct & 0xFFFFFFFF
+    _, stats = grouped_stats([k_label], links.kernels["end"][k_row] - links.kernels["start"][k_row])
+    range_inst = np.bincount(np.unique(pair_key(label, links.range_row)) >> 32, minlength=groups.count)
+    keys = groups.keys
+    standalone = keys[0] < 0
+    order = np.lexsort((inputs.strings.sort_rank(keys[1]), inputs.strings.sort_rank(keys[4]), -stats["sum"],
+                        keys[3], keys[2], inputs.strings.sort_rank(keys[0]), standalone))
+    return {
+        "HGTX Range": keys[0][order], "Style": keys[1][order], "PID": keys[2][order], "TID": keys[3][order],
+        "HGTX Inst": np.where(standalone, NA, range_inst)[order], "Kern Inst": stats["count"][order],
+        "Total Time (ns)": stats["sum"][order], "Avg (ns)": stats["mean"][order], "Med (ns)": stats["median"][order],
+        "Min (ns)": stats["min"][order], "Max (ns)": stats["max"][order], "StdDev (ns)": stats["std"][order],
+        "Kernel Name": keys[4][order],
+    }
+
+
+SUM_COLUMNS = (
+    Column("HGTX Range", TEXT, "Name of the range"),
+    Column("Style", TEXT, "Range style; Start/End or Push/Pop"),
+    Column("PID", INT, "Process ID for this set of ranges and kernels"),
+    Column("TID", INT, "Thread ID for this set of ranges and kernels"),
+    Column("HGTX Inst", INT, "Number of HGTX range instances"),
+    Column("Kern Inst", INT, "Number of HGGC kernel instances"),
+    Column("Total Time (ns)", INT, "Total execution time for all kernel instances in this range"),
+    Column("Avg (ns)", INT, "Average execution time of this kernel"),
+    Column("Med (ns)", INT, "Median execution time of this kernel"),
+    Column("Min (ns)", INT, "Minimum execution time of this kernel"),
+    Column("Max (ns)", INT, "Maximum execution time of this kernel"),
+    Column("StdDev (ns)", INT, "Standard deviation of this kernel's execution time"),
+    Column("Kernel Name", TEXT, "Name of the kernel"),
+)
+OPTIONS = NAME_OPTIONS + (STANDALONE, NO_GRAPH_MAPPING, RANGE_INCLUDE, RANGE_EXCLUDE)
+
+KERN_SUM = Rule(
+    name="hgtx_kern_sum",
+    title="HGTX Range Kernel Summary",
+    help="Kernel execution time per thread, HGTX range name and kernel name. A kernel counts in "
+         "every range that holds the start of its launch call on the same thread (and, with graph "
+         "mapping, in the ranges around the creation of its graph node). Sorted by range name, PID "
+         "and TID, then by total time descending.",
+    columns=SUM_COLUMNS,
+    compute=kern_sum,
+    reads=("hgtx", "kernels", "runtime", "graph_nodes"),
+    options=OPTIONS + (DEVICE,),
+    share="Total Time (ns)",
+)
+
+
+def kern_trace(inputs: Inputs, options: Mapping[str, Any]) -> dict:
+    links = Links(inputs, options)
+    k, kernels = links.kernel_row, links.kernels
+    names = kernel_name_ids(inputs.strings, kernels, name_mode(options))[k]
+    mangled = kernel_name_ids(inputs.strings, kernels, "mangled")[k]
+    range_name = links.range_cell("name", -1)
+    range_start = links.range_cell("start", np.iinfo(np.int64).min)
+    order = np.lexsort((links.range_cell("rangeId"), inputs.strings.sort_rank(range_name), range_start,
+                        kernels["row"][k], inputs.strings.sort_rank(names), kernels["start"][k]))
+    grid, block = dimension_ids(inputs, kernels)
+    graph_node = kernels["graphNodeId"][k]
+    from_graph = graph_node >= 0
+    frame = {
+        "Range Name": range_name, "Style": links.range_cell("style", -1), "PID": links.pid, "TID": links.tid,
+        "Device ID": kernels["deviceId"][k], "Context ID": kernels["contextId"][k],
+        "Stream ID": kernels["streamId"][k], "HGTX Range ID": links.range_cell("rangeId"),
+        "Kernel Exec ID": kernels["row"][k], "Kernel Start (ns)": kernels["start"][k],
+        "Kernel Duration (ns)": kernels["end"][k] - kernels["start"][k],
+        "API Start (ns)": links.call_start, "API Duration (ns)": links.call_duration,
+        "GridXYZ": grid[k], "BlockXYZ": block[k], "Correlation ID": kernels["correlationId"][k],
+        "Graph ID": np.where(from_graph, kernels["graphId"][k], NA),
+        "Graph Node ID": np.where(from_graph, graph_node, NA),
+        "Kernel Name": names, "Mangled Name": mangled,
+    }
+    return {name: values[order] for name, values in frame.items()}
+
+
+TRACE_COLUMNS = (
+    Column("Range Name", TEXT, "Name of the HGTX range"),
+    Column("Style", TEXT, "Range style; Start/End or Push/Pop"),
+    Column("PID", INT, "Process identifier"),
+    Column("TID", INT, "Thread identifier"),
+    Column("Device ID", INT, "PPU device identifier"),
+    Column("Context ID", INT, "Context identifier"),
+    Column("Stream ID", INT, "Stream identifier"),
+    Column("HGTX Range ID", INT, "HGTX range identifier"),
+    Column("Kernel Exec ID", INT, "Kernel execution identifier"),
+    Column("Kernel Start (ns)", INT, "Start timestamp of the HGGC kernel"),
+    Column("Kernel Duration (ns)", INT, "Duration of the HGGC kernel"),
+    Column("API Start (ns)", INT, "Start timestamp of the API call ('-' when mapped through a graph node)"),
+    Column("API Duration (ns)", INT, "Duration of the API call ('-' when mapped through a graph node)"),
+    Column("GridXYZ", TEXT, "Grid dimensions for the kernel launch call"),
+    Column("BlockXYZ", TEXT, "Block dimensions for the kernel launch call"),
+    Column("Correlation ID", INT, "Correlation identifier"),
+    Column("Graph ID", INT, "HGGC graph identifier"),
+    Column("Graph Node ID", INT, "HGGC graph node identifier"),
+    Column("Kernel Name", TEXT, "Name of the kernel"),
+    Column("Mangled Name", TEXT, "Mangled name of the kernel"),
+)
+
+KERN_TRACE = Rule(
+    name="hgtx_kern_trace",
+    title="HGTX Range Kernel Trace",
+    help="One row per (HGTX range, correlated kernel), in order of kernel start, then range start. "
+         "API cells are '-' where the range is mapped to the kernel through a graph node.",
+    columns=TRACE_COLUMNS,
+    compute=kern_trace,
+    reads=("hgtx", "kernels", "runtime", "graph_nodes"),
+    options=OPTIONS,
+)
+
+RULES = [KERN_SUM, KERN_TRACE]

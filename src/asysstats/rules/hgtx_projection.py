@@ -1,0 +1,149 @@
+"""HGTX ranges projected onto the PPU: ``hgtx_ppu_proj_sum`` and ``hgtx_ppu_proj_trace``.
+
+A range's projection runs from the start of its first correlated PPU activity (kernel,
+memcpy, memset) to the end of its last; its PPU active time is the union of those
+activities. Ranges with no correlated activity have no projection and no row.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+
+from asysstats.compute.grouped import grouped_stats, share_percent
+from asysstats.compute.intervals import covered_length_by_group
+from asysstats.correlate import Projection, correlate, ppu_activities, project
+from asysstats.engine import Inputs
+from asysstats.hgtx import load_ranges, name_filter, range_stacks
+from asysstats.io.tables import EventTable
+from asysstats.registry import (DEVICE, INT, NO_GRAPH_MAPPING, PERCENT, RANGE_EXCLUDE, RANGE_INCLUDE, RANGE_MODE,
+                                TEXT, Column, Rule)
+
+
+def projected_ranges(inputs: Inputs, options: Mapping[str, Any]) -> tuple[EventTable, Projection, EventTable]:
+    """The selected ranges that have a projection, their projections, and the activities."""
+    inputs.require("kernels", "memcpy", "memset")
+    ranges = load_ranges(inputs)
+    ranges = ranges.take(name_filter(inputs, ranges["name"], options))
+    activities = ppu_activities(inputs, options.get("device"))
+    proj = project(correlate(inputs.report, ranges, activities, not options["no-graph-mapping"]),
+                   activities, ranges.rows)
+    keep = proj.count > 0
+    return ranges.take(keep), Projection(*(getattr(proj, f)[keep] for f in ("count", "start", "end", "active"))), \
+        activities
+
+
+def analysis_length(inputs: Inputs, activities: EventTable, mode: str) -> int:
+    """Length of the PPU-side analysis range: first to last activity, or the full range."""
+    if mode == "full":
+        lo, hi = inputs.full_range()
+        return hi - lo
+    if activities.rows == 0:
+        return 0
+    return int(np.maximum(activities["end"], activities["start"]).max() - activities["start"].min())
+
+
+def proj_sum(inputs: Inputs, options: Mapping[str, Any]) -> dict:
+    ranges, proj, activities = projected_ranges(inputs, options)
+    groups, stats = grouped_stats([ranges["name"], ranges["style"]], proj.end - proj.start)
+    label = groups.label()
+    active = covered_length_by_group(label, proj.start, proj.end, groups.count)
+    in_use = share_percent(active, analysis_length(inputs, activities, options["range-mode"]))
+
+    def mean(values: np.ndarray) -> np.ndarray:
+        return np.bincount(label, weights=values, minlength=groups.count) / np.maximum(stats["count"], 1)
+
+    ops = np.bincount(label, weights=proj.count, minlength=groups.count).astype(np.int64)
+    range_time = np.bincount(label, weights=ranges["end"] - ranges["start"], minlength=groups.count)
+    name, style = groups.keys
+    order = np.lexsort((inputs.strings.sort_rank(style), inputs.strings.sort_rank(name), -np.nan_to_num(in_use)))
+    frame = {
+        "Range": name, "Style": style, "In-Use (%)": in_use, "Proj Active Time (ns)": active,
+        "Total Proj Time (ns)": stats["sum"], "Total Range Time (ns)": range_time.astype(np.int64),
+        "Range Instances": stats["count"], "Proj Avg (ns)": stats["mean"], "Proj Med (ns)": stats["median"],
+        "Proj Min (ns)": stats["min"], "Proj Max (ns)": stats["max"], "Proj StdDev (ns)": stats["std"],
+        "Total PPU Ops": ops, "Avg PPU Ops": mean(proj.count), "Avg Range Lvl": mean(ranges["level"]),
+        "Avg Num Child": mean(ranges["children"]),
+    }
+    return {k: v[order] for k, v in frame.items()}
+
+
+SUM_COLUMNS = (
+    Column("Range", TEXT, "Name of the HGTX range"),
+    Column("Style", TEXT, "Range style; Start/End or Push/Pop"),
+    Column("In-Use (%)", PERCENT, "Percentage of projected active time to the analysis time range"),
+    Column("Proj Active Time (ns)", INT, "Total projected time of this range name, overlaps counted once"),
+    Column("Total Proj Time (ns)", INT, "Total projected time of all instances of this range name"),
+    Column("Total Range Time (ns)", INT, "Total original HGTX range time of all instances of this range name"),
+    Column("Range Instances", INT, "Number of instances of this range"),
+    Column("Proj Avg (ns)", INT, "Average projected time for this range"),
+    Column("Proj Med (ns)", INT, "Median projected time for this range"),
+    Column("Proj Min (ns)", INT, "Minimum projected time for this range"),
+    Column("Proj Max (ns)", INT, "Maximum projected time for this range"),
+    Column("Proj StdDev (ns)", INT, "Standard deviation of projected times for this range"),
+    Column("Total PPU Ops", INT, "Total number of PPU operations"),
+    Column("Avg PPU Ops", INT, "Average number of PPU operations"),
+    Column("Avg Range Lvl", INT, "Average range stack depth"),
+    Column("Avg Num Child", INT, "Average number of child ranges"),
+)
+OPTIONS = (DEVICE, RANGE_INCLUDE, RANGE_EXCLUDE, NO_GRAPH_MAPPING)
+
+PROJ_SUM = Rule(
+    name="hgtx_ppu_proj_sum",
+    title="HGTX to PPU Projection Summary",
+    help="HGTX ranges projected onto the PPU (first to last correlated kernel, memcpy or memset), "
+         "per range name and style. 'Proj Active Time' is the union of the projections; 'In-Use' "
+         "is it over the analysis range (range-mode). Sorted by In-Use descending, then name.",
+    columns=SUM_COLUMNS,
+    compute=proj_sum,
+    reads=("hgtx", "kernels", "memcpy", "memset", "runtime", "graph_nodes"),
+    options=OPTIONS[:1] + (RANGE_MODE,) + OPTIONS[1:],
+    share="Proj Active Time (ns)",
+)
+
+
+def proj_trace(inputs: Inputs, options: Mapping[str, Any]) -> dict:
+    ranges, proj, _ = projected_ranges(inputs, options)
+    order = np.lexsort((ranges["rangeId"], ranges["level"], ranges["start"], proj.start))
+    ranges = ranges.take(order)
+    return {
+        "Name": ranges["name"], "Projected Start (ns)": proj.start[order],
+        "Projected Duration (ns)": (proj.end - proj.start)[order], "PPU Active Time (ns)": proj.active[order],
+        "Orig Start (ns)": ranges["start"], "Orig Duration (ns)": ranges["end"] - ranges["start"],
+        "Style": ranges["style"], "PID": ranges["pid"], "TID": ranges["tid"], "NumPPUOps": proj.count[order],
+        "Lvl": ranges["level"], "NumChild": ranges["children"], "RangeId": ranges["rangeId"],
+        "ParentId": ranges["parentId"], "RangeStack": range_stacks(inputs.report, ranges),
+    }
+
+
+TRACE_COLUMNS = (
+    Column("Name", TEXT, "Name of the HGTX range"),
+    Column("Projected Start (ns)", INT, "Projected range start timestamp"),
+    Column("Projected Duration (ns)", INT, "Projected range duration"),
+    Column("PPU Active Time (ns)", INT, "Total PPU active time of this range, overlaps counted once"),
+    Column("Orig Start (ns)", INT, "Original HGTX range start timestamp"),
+    Column("Orig Duration (ns)", INT, "Original HGTX range duration"),
+    Column("Style", TEXT, "Range style; Start/End or Push/Pop"),
+    Column("PID", INT, "Process identifier"),
+    Column("TID", INT, "Thread identifier"),
+    Column("NumPPUOps", INT, "Number of enclosed PPU operations"),
+    Column("Lvl", INT, "Stack level, starts at 0"),
+    Column("NumChild", INT, "Number of child ranges"),
+    Column("RangeId", INT, "Arbitrary ID for the range"),
+    Column("ParentId", INT, "Range ID of the enclosing range"),
+    Column("RangeStack", TEXT, "Range IDs that make up the push/pop stack"),
+)
+
+PROJ_TRACE = Rule(
+    name="hgtx_ppu_proj_trace",
+    title="HGTX to PPU Projection Trace",
+    help="Each HGTX range projected onto the PPU (first to last correlated kernel, memcpy or memset), "
+         "with its PPU active time and stack state, in order of projected start.",
+    columns=TRACE_COLUMNS,
+    compute=proj_trace,
+    reads=("hgtx", "kernels", "memcpy", "memset", "runtime", "graph_nodes"),
+    options=OPTIONS,
+)
+
+RULES = [PROJ_SUM, PROJ_TRACE]

@@ -1,0 +1,123 @@
+"""HGTX range summary (``hgtx_sum``) and push/pop range trace (``hgtx_pushpop_trace``)."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+
+from asysstats.engine import Inputs
+from asysstats.hgtx import load_ranges, range_stacks
+from asysstats.io.tables import EventTable
+from asysstats.regexes import search
+from asysstats.registry import INT, ROWS, TEXT, Column, Option, Rule
+from asysstats.rules.summary import stat_cells, stat_columns, summarize
+
+PROCESS = Option("process", "int_list", "Process ids to analyse, separated by '/' (default: all).", None, minimum=0)
+THREAD = Option("thread", "int_list", "Thread ids to analyse, separated by '/' (default: all).", None, minimum=0)
+RANGE = Option("range", "regex", "Analyse only HGTX ranges whose name matches this regex (default: all).", None)
+
+SUM_COLUMNS = stat_columns("instances of this range") + (
+    Column("Style", TEXT, "Range style; Start/End or Push/Pop"),
+    Column("Range", TEXT, "Name of the range"),
+)
+
+
+def on_threads(ranges: EventTable, processes: tuple[int, ...] | None, threads: tuple[int, ...] | None) -> EventTable:
+    """Ranges of a selected thread or of a thread of a selected process (all when neither)."""
+    if processes is None and threads is None:
+        return ranges
+    keep = np.zeros(ranges.rows, dtype=bool)
+    if processes is not None:
+        keep |= np.isin(ranges["pid"], np.asarray(processes, dtype=np.int64))
+    if threads is not None:
+        keep |= np.isin(ranges["tid"], np.asarray(threads, dtype=np.int64))
+    return ranges.take(keep)
+
+
+def hgtx_sum(inputs: Inputs, options: Mapping[str, Any]) -> dict:
+    ranges = on_threads(load_ranges(inputs), options["process"], options["thread"])
+    groups, stats, order = summarize(inputs.strings, [ranges["name"], ranges["style"]],
+                                     ranges["end"] - ranges["start"], 0)
+    frame = stat_cells(SUM_COLUMNS[:-2], stats, order)
+    frame["Style"] = groups.keys[1][order]
+    frame["Range"] = groups.keys[0][order]
+    return frame
+
+
+HGTX_SUM = Rule(
+    name="hgtx_sum",
+    title="HGTX Range Summary",
+    help="Time spent in HGTX ranges (push/pop and start/end) per range name and style, in "
+         "descending order of total time. A range in a domain is named 'domain:range'. "
+         "'Time (%)' is the share of the total of all ranges in the table, not of the run time.",
+    columns=SUM_COLUMNS,
+    compute=hgtx_sum,
+    reads=("hgtx",),
+    options=(ROWS, PROCESS, THREAD),
+    share="Time (%)",
+)
+
+
+TRACE_COLUMNS = (
+    Column("Start (ns)", INT, "Range start timestamp"),
+    Column("End (ns)", INT, "Range end timestamp"),
+    Column("Duration (ns)", INT, "Range duration"),
+    Column("DurChild (ns)", INT, "Total duration of all child ranges"),
+    Column("DurNonChild (ns)", INT, "Duration of this range minus the total duration of its child ranges"),
+    Column("Name", TEXT, "Name of the HGTX range"),
+    Column("PID", INT, "Process ID"),
+    Column("TID", INT, "Thread ID"),
+    Column("Lvl", INT, "Stack level, starts at 0"),
+    Column("NumChild", INT, "Number of child ranges"),
+    Column("RangeId", INT, "Arbitrary ID for the range"),
+    Column("ParentId", INT, "Range ID of the enclosing range"),
+    Column("RangeStack", TEXT, "Range IDs that make up the push/pop stack"),
+    Column("NameTree", TEXT, "Range name prefixed with a level indicator"),
+)
+
+
+def name_matches(inputs: Inputs, names: np.ndarray, pattern) -> np.ndarray:
+    """Mask of rows whose name the regex finds (searched once per distinct name)."""
+    if pattern is None or len(names) == 0:
+        return np.ones(len(names), dtype=bool)
+    uniq, inverse = np.unique(names, return_inverse=True)
+    hit = np.array([search(pattern, t or "", "rule 'hgtx_pushpop_trace': option 'range'")
+                    for t in inputs.strings.lookup(uniq)], dtype=bool)
+    return hit[inverse.reshape(-1)]
+
+
+def name_trees(inputs: Inputs, ranges: EventTable) -> np.ndarray:
+    """``-`` once per level, then the name (object array of str)."""
+    names = inputs.strings.lookup(ranges["name"])
+    dashes = np.array(["-" * int(lvl) for lvl in range(int(ranges["level"].max(initial=0)) + 1)], dtype=object)
+    return dashes[ranges["level"]] + np.where(names == None, "", names)  # noqa: E711 (elementwise)
+
+
+def pushpop_trace(inputs: Inputs, options: Mapping[str, Any]) -> dict:
+    ranges = load_ranges(inputs)
+    ranges = ranges.take((ranges["pushpop"] == 1) & name_matches(inputs, ranges["name"], options["range"]))
+    order = np.lexsort((ranges["rangeId"], ranges["level"], ranges["start"]))  # stack order at equal starts
+    ranges = ranges.take(order)
+    duration = ranges["end"] - ranges["start"]
+    return {
+        "Start (ns)": ranges["start"], "End (ns)": ranges["end"], "Duration (ns)": duration,
+        "DurChild (ns)": ranges["childTime"], "DurNonChild (ns)": duration - ranges["childTime"],
+        "Name": ranges["name"], "PID": ranges["pid"], "TID": ranges["tid"], "Lvl": ranges["level"],
+        "NumChild": ranges["children"], "RangeId": ranges["rangeId"], "ParentId": ranges["parentId"],
+        "RangeStack": range_stacks(inputs.report, ranges), "NameTree": name_trees(inputs, ranges),
+    }
+
+
+PUSHPOP_TRACE = Rule(
+    name="hgtx_pushpop_trace",
+    title="HGTX Push/Pop Range Trace",
+    help="Every HGTX push/pop range (domain and non-domain) with its stack state: level, parent, "
+         "immediate children and their total duration, in order of start time.",
+    columns=TRACE_COLUMNS,
+    compute=pushpop_trace,
+    reads=("hgtx",),
+    options=(RANGE,),
+)
+
+RULES = [HGTX_SUM, PUSHPOP_TRACE]

@@ -1,0 +1,142 @@
+"""Kernel traces and the grid/block summary: ``hggc_kern_exec_trace`` (launch call to kernel
+end), ``hggc_ppu_kern_gb_sum`` and ``hggc_ppu_kern_gb_trace``."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+
+from asysstats.engine import Inputs
+from asysstats.io.tables import NA
+from asysstats.registry import DEVICE, HGTX_NAME, INT, NAME_OPTIONS, ROWS, TEXT, Column, Rule
+from asysstats.rules.activity import row_index, triple_ids
+from asysstats.rules.api import API_COLUMNS, api_name_ids
+from asysstats.rules.kernels import KERNEL_COLUMNS, kernel_names, on_devices
+from asysstats.rules.summary import stat_cells, stat_columns, summarize
+
+DIMENSIONS = ("gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ")
+GB_COLUMNS = KERNEL_COLUMNS + ("contextId", "streamId") + DIMENSIONS
+GRID = Column("GridXYZ", TEXT, "Grid dimensions of the kernel launch")
+BLOCK = Column("BlockXYZ", TEXT, "Block dimensions of the kernel launch")
+
+
+def dimension_ids(inputs: Inputs, kernels: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """String ids of ``"x y z"`` for the grid and the block of every kernel."""
+    grid = triple_ids(inputs.strings, kernels["gridX"], kernels["gridY"], kernels["gridZ"])
+    block = triple_ids(inputs.strings, kernels["blockX"], kernels["blockY"], kernels["blockZ"])
+    return grid, block
+
+
+EXEC_COLUMNS = (
+    Column("API Start (ns)", INT, "Start timestamp of the HGGC API launch call"),
+    Column("API Dur (ns)", INT, "Duration of the HGGC API launch call"),
+    Column("Queue Start (ns)", INT, "Start of the queue wait (the end of the launch call), if any"),
+    Column("Queue Dur (ns)", INT, "Kernel start minus the end of the launch call, if the kernel starts after it"),
+    Column("Kernel Start (ns)", INT, "Start timestamp of the kernel"),
+    Column("Kernel Dur (ns)", INT, "Duration of the kernel"),
+    Column("Total Dur (ns)", INT, "Duration from the API call start to the kernel end"),
+    Column("PID", INT, "Process ID that made the launch call"),
+    Column("TID", INT, "Thread ID that made the launch call"),
+    Column("DevId", INT, "PPU device that executed the kernel"),
+    Column("API Function", TEXT, "Name of the HGGC API call that launched the kernel"),
+    GRID, BLOCK,
+    Column("Kernel Name", TEXT, "Name of the kernel"),
+)
+
+
+def kern_exec_trace(inputs: Inputs, options: Mapping[str, Any]) -> dict:
+    kernels = inputs.table("kernels", GB_COLUMNS)
+    calls = inputs.table("runtime", API_COLUMNS)
+    calls = calls.take(np.lexsort((calls["end"], calls["start"], calls["correlationId"], calls["pid"])))
+    rows = row_index([calls["pid"], calls["correlationId"]], [kernels["pid"], kernels["correlationId"]])
+    launched = (rows >= 0) & (kernels["correlationId"] >= 0)
+    kernels, calls = kernels.take(launched), calls.take(rows[launched])
+    names = kernel_names(inputs, kernels, options)
+    rank = inputs.strings.sort_rank(names) if kernels.rows else np.empty(0, np.int64)
+    order = np.lexsort((kernels["streamId"], kernels["deviceId"], rank, kernels["start"], calls["start"]))
+    kernels, calls, names = kernels.take(order), calls.take(order), names[order]
+    queued = kernels["start"] >= calls["end"]
+    grid, block = dimension_ids(inputs, kernels)
+    return dict(zip((c.name for c in EXEC_COLUMNS), (
+        calls["start"], calls["end"] - calls["start"],
+        np.where(queued, calls["end"], NA), np.where(queued, kernels["start"] - calls["end"], NA),
+        kernels["start"], kernels["end"] - kernels["start"], kernels["end"] - calls["start"],
+        calls["pid"], calls["tid"], kernels["deviceId"], api_name_ids(inputs, calls["nameId"]),
+        grid, block, names)))
+
+
+GB_SUM_COLUMNS = stat_columns("executions of this kernel") + (GRID, BLOCK, Column("Name", TEXT, "Name of the kernel"))
+
+
+def kern_gb_sum(inputs: Inputs, options: Mapping[str, Any]) -> dict:
+    kernels = on_devices(inputs.table("kernels", GB_COLUMNS), options["device"])
+    names = kernel_names(inputs, kernels, options)
+    keys = [names] + [kernels[d] for d in DIMENSIONS]  # ties: name, then dimensions ascending
+    groups, stats, order = summarize(inputs.strings, keys, kernels["end"] - kernels["start"], 0)
+    frame = stat_cells(GB_SUM_COLUMNS[:-3], stats, order)
+    dims = dict(zip(DIMENSIONS, (k[order] for k in groups.keys[1:])))
+    grid, block = dimension_ids(inputs, dims)
+    frame.update({"GridXYZ": grid, "BlockXYZ": block, "Name": groups.keys[0][order]})
+    return frame
+
+
+GB_TRACE_COLUMNS = (
+    Column("Start (ns)", INT, "Start timestamp of the kernel"),
+    Column("Duration (ns)", INT, "Duration of the kernel"),
+    Column("PID", INT, "Process identifier"),
+    Column("Device ID", INT, "PPU device identifier"),
+    Column("Context ID", INT, "Context identifier"),
+    Column("Stream ID", INT, "Stream identifier"),
+    GRID, BLOCK,
+    Column("Name", TEXT, "Name of the kernel"),
+)
+
+
+def kern_gb_trace(inputs: Inputs, options: Mapping[str, Any]) -> dict:
+    kernels = inputs.table("kernels", GB_COLUMNS)
+    names = kernel_names(inputs, kernels, options)
+    rank = inputs.strings.sort_rank(names) if kernels.rows else np.empty(0, np.int64)
+    order = np.lexsort((kernels["end"], kernels["streamId"], kernels["deviceId"], rank, kernels["start"]))
+    kernels, names = kernels.take(order), names[order]
+    grid, block = dimension_ids(inputs, kernels)
+    return dict(zip((c.name for c in GB_TRACE_COLUMNS), (
+        kernels["start"], kernels["end"] - kernels["start"], kernels["pid"], kernels["deviceId"],
+        kernels["contextId"], kernels["streamId"], grid, block, names)))
+
+
+EXEC_TRACE = Rule(
+    name="hggc_kern_exec_trace",
+    title="HGGC Kernel Execution Trace",
+    help="One row per kernel, from its launch API call to its end, in ascending order of the launch call's "
+         "start. A graph launch gives one row per kernel. The queue cells are '-' when the kernel starts "
+         "before the launch call returns.",
+    columns=EXEC_COLUMNS,
+    compute=kern_exec_trace,
+    reads=("kernels", "runtime"),
+    options=(ROWS,) + NAME_OPTIONS,
+)
+
+GB_SUM = Rule(
+    name="hggc_ppu_kern_gb_sum",
+    title="HGGC PPU Kernel Grid/Block Summary",
+    help="Kernel execution time per kernel name, grid size and block size, in descending order of total "
+         "time. 'Time (%)' is the share of the total of all kernels in the table.",
+    columns=GB_SUM_COLUMNS,
+    compute=kern_gb_sum,
+    reads=("kernels",),
+    options=(ROWS, HGTX_NAME) + NAME_OPTIONS + (DEVICE,),
+    share="Time (%)",
+)
+
+GB_TRACE = Rule(
+    name="hggc_ppu_kern_gb_trace",
+    title="HGGC PPU Kernel Grid/Block Trace",
+    help="One row per kernel execution with its grid and block sizes, in ascending order of start time.",
+    columns=GB_TRACE_COLUMNS,
+    compute=kern_gb_trace,
+    reads=("kernels",),
+    options=(ROWS, HGTX_NAME) + NAME_OPTIONS,
+)
+
+RULES = [EXEC_TRACE, GB_SUM, GB_TRACE]

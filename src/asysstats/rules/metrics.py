@@ -1,0 +1,75 @@
+"""PPU metric trace (``ppu_metric_trace``): one row per device, metric and sample.
+
+A sample lasts from its timestamp to its ``end`` when the report stores one, else to the
+next sample of the same device and metric (the last sample's duration is ``-``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+
+from asysstats.compute.grouped import group_by
+from asysstats.engine import Inputs
+from asysstats.io.tables import NA
+from asysstats.registry import DECIMAL, DEVICE, INT, ROWS, TEXT, Column, Option, Rule
+from asysstats.regexes import search
+from asysstats.rules.activity import row_index, take_or_na
+from asysstats.rules.kernels import on_devices
+
+METRICS = Option("metrics", "regex", "Only metrics whose name matches this regular expression (default: all).")
+COLUMNS = (
+    Column("Device ID", INT, "PPU device identifier"),
+    Column("Start (ns)", INT, "Sample start timestamp"),
+    Column("Duration (ns)", INT, "Sample duration"),
+    Column("Name", TEXT, "Name of the PPU metric"),
+    Column("Value", DECIMAL, "Value of the PPU metric"),
+    Column("Unit", TEXT, "Unit of the PPU metric"),
+)
+
+
+def sample_durations(samples) -> np.ndarray:
+    """``end - start`` where stored, else the time to the next sample of the same device and metric."""
+    groups = group_by([samples["deviceId"], samples["metricId"]], samples["start"])
+    ordered = samples["start"][groups.order]
+    following = np.full(len(ordered), NA, dtype=np.int64)
+    following[:-1] = ordered[1:]
+    following[groups.bounds[1:] - 1] = NA
+    next_start = np.empty(len(ordered), dtype=np.int64)
+    next_start[groups.order] = following
+    to_next = np.where(next_start != NA, next_start - samples["start"], NA)
+    return np.where(samples["end"] >= samples["start"], samples["end"] - samples["start"], to_next)
+
+
+def metric_trace(inputs: Inputs, options: Mapping[str, Any]) -> dict:
+    samples = on_devices(inputs.table("metrics", ("deviceId", "start", "end", "metricId", "value")), options["device"])
+    info = inputs.table("metric_info", ("metricId", "metricName", "unit"))
+    rows = row_index([info["metricId"]], [samples["metricId"]])
+    names = take_or_na(info["metricName"], rows, missing=-1)
+    units = take_or_na(info["unit"], rows, missing=-1)
+    durations = sample_durations(samples)
+    if options["metrics"] is not None:
+        pattern, where = options["metrics"], "rule 'ppu_metric_trace': option 'metrics'"
+        uniq = np.unique(names)
+        chosen = [u for u, t in zip(uniq.tolist(), inputs.strings.lookup(uniq)) if t and search(pattern, t, where)]
+        keep = np.isin(names, np.asarray(chosen, dtype=np.int64))
+        samples, names, units, durations = samples.take(keep), names[keep], units[keep], durations[keep]
+    rank = inputs.strings.sort_rank(names) if samples.rows else np.empty(0, np.int64)
+    order = np.lexsort((samples["metricId"], samples["deviceId"], rank, samples["start"]))
+    return dict(zip((c.name for c in COLUMNS), (
+        samples["deviceId"][order], samples["start"][order], durations[order], names[order],
+        samples["value"][order], units[order])))
+
+
+METRIC_TRACE = Rule(
+    name="ppu_metric_trace",
+    title="PPU Metric Trace",
+    help="One row per PPU device, metric and sampling time, in ascending order of time.",
+    columns=COLUMNS,
+    compute=metric_trace,
+    reads=("metrics", "metric_info"),
+    options=(ROWS, DEVICE, METRICS),
+)
+
+RULES = [METRIC_TRACE]

@@ -1,0 +1,174 @@
+"""PPU operator breakdowns: ``ppu_op_kernel_breakdown`` (down to kernels) and
+``ppu_op_breakdown`` (down to library operators, with utilisations).
+
+Layers, ``Native``, ``Idle`` and the Total Time are those of :mod:`asysstats.operators.layers`.
+Rows nest: framework groups, then library groups inside each, then kernels inside each,
+every level sorted by ``order-by`` (``time``, the default, ``avg``, ``instances``:
+descending; ``name``: ascending), ties by name. In ``ppu_op_kernel_breakdown`` the ``Avg``
+and ``Instances`` columns describe the row's kernel (the reference example's header).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+
+from asysstats.engine import Inputs
+from asysstats.io.tables import NA
+from asysstats.operators.analysis import analyse
+from asysstats.operators.layers import Breakdown, breakdown
+from asysstats.operators.model import peak_arrays
+from asysstats.registry import INT, NAME_OPTIONS, NO_GRAPH_MAPPING, PERCENT, ROWS, TEXT, Column, Rule, name_mode
+from asysstats.rules.operators_common import ALL_MERGES, OP, READS, REQUIRES, SCOPE, order_by
+
+ORDERS = ("time", "avg", "instances", "name")
+NS = 1e-9
+
+
+def level_keys(inputs: Inputs, level: dict[str, np.ndarray], how: str) -> tuple[np.ndarray, np.ndarray]:
+    """(primary sort key, name rank) of one level's groups for ``order-by``."""
+    rank = inputs.strings.sort_rank(level["name"]) if len(level["name"]) else np.empty(0, np.int64)
+    value = {"time": level["time"], "avg": level["time"] / np.maximum(level["count"], 1),
+             "instances": level["count"]}.get(how)
+    return (rank.astype(np.float64), rank) if value is None else (-np.asarray(value, np.float64), rank)
+
+
+def nested_order(inputs: Inputs, b: Breakdown, f_of: np.ndarray, l_of: np.ndarray, k_of: np.ndarray | None,
+                 how: str) -> np.ndarray:
+    """Rows sorted level by level: F group, then L group, then (when given) the kernel row."""
+    f_key, f_rank = level_keys(inputs, b.f, how)
+    l_key, l_rank = level_keys(inputs, b.l, how)
+    keys = [f_key[f_of], f_rank[f_of], inputs.strings.sort_rank(b.f["type"])[f_of] if len(f_of) else f_of,
+            l_key[l_of], l_rank[l_of]]
+    if k_of is not None:
+        k_key, k_rank = level_keys(inputs, b.k, how)
+        has = k_of >= 0
+        keys += [np.where(has, k_key[np.maximum(k_of, 0)] if len(k_key) else 0, -np.inf),
+                 np.where(has, k_rank[np.maximum(k_of, 0)] if len(k_rank) else 0, -1)]
+    return np.lexsort(tuple(reversed(keys)))
+
+
+def percent(time: np.ndarray, total: float) -> np.ndarray:
+    return 100.0 * np.asarray(time, np.float64) / total if total > 0 else np.full(len(time), np.nan)
+
+
+def kernel_breakdown(inputs: Inputs, options: Mapping[str, Any]) -> dict:
+    b = breakdown(analyse(inputs, options, name_mode(options)))
+    k_of = np.r_[np.arange(len(b.k["l"])), np.full(0, -1)]
+    empty = np.setdiff1d(np.arange(len(b.l["f"])), b.k["l"])  # library groups without kernels (Idle)
+    l_of = np.r_[b.k["l"], empty].astype(np.int64)
+    k_of = np.r_[k_of, np.full(len(empty), -1)].astype(np.int64)
+    f_of = b.l["f"][l_of]
+    order = nested_order(inputs, b, f_of, l_of, k_of, options.get("order-by") or "time")
+    f_of, l_of, k_of = f_of[order], l_of[order], k_of[order]
+    has = k_of >= 0
+    k = np.maximum(k_of, 0)
+    k_time = b.k["time"][k] if len(b.k["time"]) else np.zeros(len(k))
+    k_count = b.k["count"][k] if len(b.k["count"]) else np.zeros(len(k), np.int64)
+    return {
+        "OP Type": b.f["type"][f_of], "Framework OP": b.f["name"][f_of],
+        "Framework Time (%)": percent(b.f["time"], b.total)[f_of], "Library OP": b.l["name"][l_of],
+        "Library Time (%)": percent(b.l["time"], b.total)[l_of],
+        "Kernel Name": np.where(has, b.k["name"][k] if len(b.k["name"]) else -1, -1),
+        "Kernel Time (%)": np.where(has, percent(k_time, b.total), np.nan),
+        "Avg (ns)": np.where(has, k_time / np.maximum(k_count, 1), np.nan),
+        "Instances": np.where(has, k_count, NA),
+    }
+
+
+KERNEL_COLUMNS = (
+    Column("OP Type", TEXT, "Operator type (of the row's top-level operator)"),
+    Column("Framework OP", TEXT, "Framework layer operator name ('Native': none)"),
+    Column("Framework Time (%)", PERCENT, "Framework operator time as a percentage of Total Time"),
+    Column("Library OP", TEXT, "Compute library layer operator name ('Native': none; 'Idle': no child ran)"),
+    Column("Library Time (%)", PERCENT, "Library operator time as a percentage of Total Time"),
+    Column("Kernel Name", TEXT, "HGGC kernel name (memcpy / memset description; 'Idle': no kernel of the library "
+                                "operator ran)"),
+    Column("Kernel Time (%)", PERCENT, "Kernel time as a percentage of Total Time"),
+    Column("Avg (ns)", INT, "Average duration of the kernel"),
+    Column("Instances", INT, "Number of instances of the kernel"),
+)
+BREAKDOWN_HELP = ("Total Time is the sum of the top-level operators' times; 'Native' stands for a missing parent "
+                  "operator, 'Idle' for time inside a parent when no child runs. order-by: time (default), avg, "
+                  "instances (descending), name (ascending), applied at every level.")
+
+KERNEL_BREAKDOWN = Rule(
+    name="ppu_op_kernel_breakdown",
+    title="PPU Operator Kernel Performance Breakdown",
+    help="PPU operators in three layers (framework, compute library, kernel), nested by their PPU time, broken "
+         "down to kernels. " + BREAKDOWN_HELP,
+    columns=KERNEL_COLUMNS,
+    compute=kernel_breakdown,
+    reads=READS,
+    requires=REQUIRES,
+    options=(ROWS,) + SCOPE + NAME_OPTIONS + (OP, order_by(ORDERS, "time", "|".join(ORDERS)), NO_GRAPH_MAPPING)
+    + ALL_MERGES,
+    share="Kernel Time (%)",
+)
+
+
+def library_utilisation(inputs: Inputs, an_ops, b: Breakdown) -> dict[str, np.ndarray]:
+    """Per library group: 100 x sum(work / peak) / sum(instance time); NaN without a model."""
+    lib, n = b.lib, len(b.l["f"])
+    flops, load, store = (an_ops[c][lib["row"]] for c in ("flops", "load", "store"))
+    modelled = ~np.isnan(flops)
+    peak, bandwidth = peak_arrays(inputs, lib["device"], an_ops["dtype"][lib["row"]], modelled)
+    seconds = np.bincount(lib["group"], weights=lib["span"] * NS, minlength=n)
+    out = {}
+    for name, work, divisor in (("Compute", flops, peak), ("HBM Load", load, bandwidth), ("HBM Store", store, bandwidth)):
+        used = np.bincount(lib["group"], weights=work / divisor, minlength=n)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out[f"{name} Util (%)"] = np.where(seconds > 0, 100.0 * used / seconds, np.nan)
+    return out
+
+
+def op_breakdown(inputs: Inputs, options: Mapping[str, Any]) -> dict:
+    an = analyse(inputs, options)
+    b = breakdown(an)
+    l_of = np.arange(len(b.l["f"]))
+    f_of = b.l["f"]
+    order = nested_order(inputs, b, f_of, l_of, None, options.get("order-by") or "time")
+    f_of, l_of = f_of[order], l_of[order]
+    util = library_utilisation(inputs, an.ops, b)
+    frame = {
+        "OP Type": b.f["type"][f_of], "Framework OP": b.f["name"][f_of],
+        "Framework Time (%)": percent(b.f["time"], b.total)[f_of],
+        "Framework Avg (ns)": (b.f["time"] / np.maximum(b.f["count"], 1))[f_of],
+        "Framework Instances": b.f["count"][f_of], "Library OP": b.l["name"][l_of],
+        "Library Time (%)": percent(b.l["time"], b.total)[l_of],
+        "Library Avg (ns)": (b.l["time"] / np.maximum(b.l["count"], 1))[l_of], "Library Instances": b.l["count"][l_of],
+    }
+    frame.update({k: v[l_of] for k, v in util.items()})
+    return frame
+
+
+OP_COLUMNS = (
+    Column("OP Type", TEXT, "Operator type (of the row's top-level operator)"),
+    Column("Framework OP", TEXT, "Framework layer operator name ('Native': none)"),
+    Column("Framework Time (%)", PERCENT, "Framework operator time as a percentage of Total Time"),
+    Column("Framework Avg (ns)", INT, "Average duration of this framework operator"),
+    Column("Framework Instances", INT, "Number of instances of this framework operator"),
+    Column("Library OP", TEXT, "Compute library layer operator name ('Native': none; 'Idle': no child ran)"),
+    Column("Library Time (%)", PERCENT, "Library operator time as a percentage of Total Time"),
+    Column("Library Avg (ns)", INT, "Average duration of this library operator"),
+    Column("Library Instances", INT, "Number of instances of this library operator"),
+    Column("Compute Util (%)", PERCENT, "Estimated PPU compute utilisation of the library operator"),
+    Column("HBM Load Util (%)", PERCENT, "Estimated PPU HBM load utilisation of the library operator"),
+    Column("HBM Store Util (%)", PERCENT, "Estimated PPU HBM store utilisation of the library operator"),
+)
+
+OP_BREAKDOWN = Rule(
+    name="ppu_op_breakdown",
+    title="PPU Operator Performance Breakdown",
+    help="PPU operators in three layers (framework, compute library, kernel), nested by their PPU time, broken "
+         "down to library operators with their estimated utilisations. " + BREAKDOWN_HELP,
+    columns=OP_COLUMNS,
+    compute=op_breakdown,
+    reads=READS,
+    requires=REQUIRES,
+    options=(ROWS,) + SCOPE + (OP, order_by(ORDERS, "time", "|".join(ORDERS)), NO_GRAPH_MAPPING) + ALL_MERGES,
+    share="Library Time (%)",
+)
+
+RULES = [KERNEL_BREAKDOWN, OP_BREAKDOWN]

@@ -1,0 +1,163 @@
+"""MoE operator summary (``moe_op_sum``).
+
+A MoE operator is a range with MoE parameters (``[MoE] --format=M_.._E_.._H_.._In_.._topk_..``
+or the framework-level ``D_MoE,M_..``) that holds no other such range on its thread (so a
+``D_MoE`` wrapping a ``[MoE]`` counts once, as the ``[MoE]``); a graph-mapped range has one
+instance per graph launch. An instance's time is the sum of its kernels' durations.
+Its GEMM *units* are the GEMM library ranges (DeepGEMM, acBLAS) inside it, or the GEMM and
+MoE kernels outside such ranges; the last two units in start order are GEMM1 (gate+up) and
+GEMM2 (down) — a router GEMM before them is left out; a lone unit is GEMM1. Utilisations
+follow :mod:`asysstats.operators.model` with GEMM times averaged per instance.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+
+from asysstats.compute.grouped import group_by, grouped_stats, share_percent
+from asysstats.compute.intervals import enclosing_pairs
+from asysstats.engine import Inputs
+from asysstats.operators.analysis import Analysis, analyse, instance_ids
+from asysstats.operators.catalog import GEMM, MOE
+from asysstats.operators.model import moe_work, peak_arrays
+from asysstats.registry import INT, NO_GRAPH_MAPPING, PERCENT, ROWS, TEXT, Column, Rule
+from asysstats.rules.operators_common import MOE_MERGE, READS, REQUIRES, SCOPE, sorted_order
+
+NS = 1e-9
+
+
+def moe_ranges(an: Analysis) -> np.ndarray:
+    """Rows of ``an.ops`` with MoE parameters that hold no other such range on their thread."""
+    ops = an.ops
+    shaped = np.array([p.family == "moe" and "M" in p.params for p in an.parsed], dtype=bool)
+    rows = np.flatnonzero(shaped[ops["parsed"]]) if an.parsed else np.empty(0, np.int64)
+    outer, inner = enclosing_pairs(ops["globalTid"][rows], ops["start"][rows], ops["end"][rows],
+                                   ops["globalTid"][rows], ops["start"][rows])
+    nested = (outer != inner) & ((ops["start"][rows][inner] > ops["start"][rows][outer])
+                                 | (ops["end"][rows][inner] < ops["end"][rows][outer]))
+    return np.setdiff1d(rows, rows[outer[nested]])
+
+
+def gemm_units(an: Analysis) -> np.ndarray:
+    """Per activity its GEMM unit: the innermost GEMM library range (a row of ``an.ops``),
+    else ``ops.rows + activity`` for a GEMM or MoE kernel, else -1."""
+    ops, pairs = an.ops, an.pairs
+    gemm = np.array([p.family == "gemm" for p in an.parsed], dtype=bool)
+    keep = gemm[ops["parsed"][pairs.range_row]] if len(pairs.range_row) else np.zeros(0, dtype=bool)
+    r, a = pairs.range_row[keep], pairs.activity_row[keep]
+    order = np.lexsort((-ops["start"][r], a))
+    r, a = r[order], a[order]
+    first = np.r_[True, a[1:] != a[:-1]] if len(a) else np.zeros(0, dtype=bool)
+    unit = np.full(an.acts.rows, -1, dtype=np.int64)
+    kinds = an.inputs.strings.intern([GEMM, MOE])
+    named = np.isin(an.acts["ktype"], kinds) & (an.acts["kind"] == 0)
+    unit[named] = ops.rows + np.flatnonzero(named)
+    unit[a[first]] = r[first]
+    return unit
+
+
+def moe_frame(inputs: Inputs, options: Mapping[str, Any]) -> dict:
+    an = analyse(inputs, {**options, "op": None})
+    ops, acts, pairs = an.ops, an.acts, an.pairs
+    rows = moe_ranges(an)
+    member = np.isin(pairs.range_row, rows) & (acts["kind"][pairs.activity_row] == 0)
+    r, a = pairs.range_row[member], pairs.activity_row[member]
+    inst_raw = instance_ids(an, r, pairs.via_graph[member], a)
+    inst_ids, inst = np.unique(inst_raw, return_inverse=True)
+    inst = inst.reshape(-1)
+    n = len(inst_ids)
+    duration = acts["end"][a] - acts["start"][a]
+    time = np.bincount(inst, weights=duration, minlength=n)
+    head = np.lexsort((acts["start"][a], inst))
+    head = head[np.r_[True, inst[head][1:] != inst[head][:-1]]] if len(head) else head
+    source, device = r[head], acts["deviceId"][a[head]]
+    first, second = unit_times(gemm_units(an)[a], inst, acts["start"][a], duration, n)
+    works = [moe_work(an.parsed[p].params) for p in ops["parsed"][source]]
+    flops = np.array([[w[0].flops, w[1].flops] if w else [np.nan] * 2 for w in works]).reshape(n, 2)
+    load = np.array([[w[0].load, w[1].load] if w else [np.nan] * 2 for w in works]).reshape(n, 2)
+    store = np.array([[w[0].store, w[1].store] if w else [np.nan] * 2 for w in works]).reshape(n, 2)
+    peak, bandwidth = peak_arrays(inputs, device, np.full(n, "bf16", dtype=object), np.ones(n, dtype=bool))
+    groups, stats = grouped_stats([ops["key"][source]], time.astype(np.int64))
+    label = groups.label() if n else np.empty(0, np.int64)
+    order = np.lexsort((acts["aid"][a[head]], acts["start"][a[head]], label))
+    earliest = order[np.r_[True, label[order][1:] != label[order][:-1]]] if n else order
+    frame = {"Total Time (ns)": stats["sum"], "Percent (%)": share_percent(stats["sum"], float(stats["sum"].sum())),
+             "Instances": stats["count"], "Avg (ns)": stats["mean"], "Med (ns)": stats["median"],
+             "Min (ns)": stats["min"], "Max (ns)": stats["max"], "StdDev (ns)": stats["std"],
+             "OP Name": ops["display"][source[earliest]], "OP Key": groups.keys[0]}
+    for i, (gemm_time, has) in enumerate((first, second)):
+        name = f"GEMM{i + 1}"
+        frame[f"{name} Total Time (ns)"] = np.bincount(label, weights=gemm_time, minlength=groups.count)
+        seconds = np.bincount(label, weights=np.where(has, gemm_time, 0) * NS, minlength=groups.count)
+        for column, work, divisor in (("Compute", flops, peak), ("HBM Load", load, bandwidth),
+                                      ("HBM Store", store, bandwidth)):
+            used = np.bincount(label, weights=np.where(has, work[:, i] / divisor, 0), minlength=groups.count)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                frame[f"{name} {column} Util (%)"] = np.where(seconds > 0, 100.0 * used / seconds, np.nan)
+    order = sorted_order(inputs.strings, frame["Total Time (ns)"], True, frame["OP Name"], frame["OP Key"])
+    return {k: np.asarray(v)[order] for k, v in frame.items()}
+
+
+def unit_times(unit: np.ndarray, inst: np.ndarray, start: np.ndarray, duration: np.ndarray,
+               n: int) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
+    """Per instance: (time, present) of GEMM1 and of GEMM2 from the activities' units."""
+    on = unit >= 0
+    groups = group_by([inst[on], unit[on]])
+    label = groups.label() if groups.count else np.empty(0, np.int64)
+    total = np.bincount(label, weights=duration[on], minlength=groups.count)
+    begin = np.full(groups.count, np.iinfo(np.int64).max)
+    np.minimum.at(begin, label, start[on])
+    owner = groups.keys[0]
+    order = np.lexsort((begin, owner))
+    owners = owner[order]
+    starts = np.flatnonzero(np.r_[True, owners[1:] != owners[:-1]]) if groups.count else np.empty(0, np.int64)
+    rank = np.empty(groups.count, np.int64)
+    rank[order] = np.arange(groups.count) - np.repeat(starts, np.diff(np.r_[starts, groups.count]))
+    size = np.bincount(owner, minlength=n)[owner]
+    out = []
+    for pick in ((rank == size - 2) | ((size == 1) & (rank == 0)), (rank == size - 1) & (size >= 2)):
+        time = np.zeros(n)
+        time[owner[pick]] = total[pick]
+        has = np.zeros(n, dtype=bool)
+        has[owner[pick]] = True
+        out.append((time, has))
+    return out[0], out[1]
+
+
+COLUMNS = (
+    Column("Total Time (ns)", INT, "Total time of all kernel instances of this operator"),
+    Column("Percent (%)", PERCENT, "Percentage of 'Total Time'"),
+    Column("GEMM1 Total Time (ns)", INT, "Total time of the GEMM 1 kernels"),
+    Column("GEMM2 Total Time (ns)", INT, "Total time of the GEMM 2 kernels"),
+    Column("Instances", INT, "Number of instances of this MoE operator"),
+    Column("Avg (ns)", INT, "Average execution time of this operator's kernels"),
+    Column("Med (ns)", INT, "Median execution time of this operator's kernels"),
+    Column("Min (ns)", INT, "Smallest execution time of this operator's kernels"),
+    Column("Max (ns)", INT, "Largest execution time of this operator's kernels"),
+    Column("StdDev (ns)", INT, "Population standard deviation of the execution time of this operator's kernels"),
+    Column("GEMM1 Compute Util (%)", PERCENT, "GEMM 1 utilisation of the PPU compute capability"),
+    Column("GEMM2 Compute Util (%)", PERCENT, "GEMM 2 utilisation of the PPU compute capability"),
+    Column("GEMM1 HBM Load Util (%)", PERCENT, "GEMM 1 utilisation of the PPU HBM load bandwidth"),
+    Column("GEMM1 HBM Store Util (%)", PERCENT, "GEMM 1 utilisation of the PPU HBM store bandwidth"),
+    Column("GEMM2 HBM Load Util (%)", PERCENT, "GEMM 2 utilisation of the PPU HBM load bandwidth"),
+    Column("GEMM2 HBM Store Util (%)", PERCENT, "GEMM 2 utilisation of the PPU HBM store bandwidth"),
+    Column("OP Name", TEXT, "Name of the MoE operator (of the group's first instance)"),
+)
+
+MOE_SUM = Rule(
+    name="moe_op_sum",
+    title="MoE Operator Summary",
+    help="MoE operators grouped by parameters (topkids and unique merged unless no-merge-moe-parameter): the sum "
+         "of their kernels' times, the times of their two GEMMs and the GEMMs' estimated utilisations. "
+         "Sorted by total time descending.",
+    columns=COLUMNS,
+    compute=moe_frame,
+    reads=READS,
+    requires=REQUIRES,
+    options=(ROWS,) + SCOPE + (NO_GRAPH_MAPPING, MOE_MERGE),
+    share="Total Time (ns)",
+)
+
+RULES = [MOE_SUM]

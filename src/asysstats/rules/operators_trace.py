@@ -1,0 +1,67 @@
+"""PPU operator trace (``ppu_op_trace``): one row per PPU activity of each operator instance.
+
+Rows are sorted by the operator's start, then its OP ID, then the activity's start and
+Activity ID. ``OP ID`` is the HGTX range id of an annotated operator (a graph-mapped range
+gives one instance per graph launch, all with its id) and the Activity ID of the kernel of
+an operator recognised from a kernel name. ``Activity ID`` numbers kernels, then memcpy,
+then memset rows of the report (see :mod:`asysstats.operators.activities`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+
+from asysstats.engine import Inputs
+from asysstats.operators.analysis import analyse
+from asysstats.operators.instances import flat_instances
+from asysstats.registry import INT, NO_GRAPH_MAPPING, ROWS, TEXT, Column, Rule
+from asysstats.rules.operators_common import OP, PREFILL_DECODE, READS, REQUIRES, SCOPE
+
+
+def op_trace(inputs: Inputs, options: Mapping[str, Any]) -> dict:
+    an = analyse(inputs, options)
+    inst = flat_instances(an)
+    ops, acts = inst.table, an.acts.take(inst.act)
+    own = inst.label
+    order = np.lexsort((acts["aid"], acts["start"], ops["opid"][own], ops["start"][own]))
+    own, acts = own[order], acts.take(order)
+    return {
+        "OP Type": ops["type"][own], "OP Name": ops["display"][own], "OP Start (ns)": ops["start"][own],
+        "OP Duration (ns)": (ops["end"] - ops["start"])[own], "OP ID": ops["opid"][own], "Activity ID": acts["aid"],
+        "PID": acts["pid"], "Device ID": acts["deviceId"], "Context ID": acts["contextId"],
+        "Stream ID": acts["streamId"], "Activity Start (ns)": acts["start"],
+        "Activity Duration (ns)": acts["end"] - acts["start"], "Activity Name": acts["name"],
+    }
+
+
+COLUMNS = (
+    Column("OP Type", TEXT, "PPU operator type"),
+    Column("OP Name", TEXT, "Name of the PPU operator"),
+    Column("OP Start (ns)", INT, "Start timestamp of the PPU operator (its first activity)"),
+    Column("OP Duration (ns)", INT, "Duration of the PPU operator, first activity start to last activity end"),
+    Column("OP ID", INT, "HGTX range id of the operator (a kernel-name operator: its Activity ID)"),
+    Column("Activity ID", INT, "Identifier of the PPU activity"),
+    Column("PID", INT, "Process identifier"),
+    Column("Device ID", INT, "PPU device identifier"),
+    Column("Context ID", INT, "Context identifier"),
+    Column("Stream ID", INT, "Stream identifier"),
+    Column("Activity Start (ns)", INT, "Start timestamp of the PPU activity"),
+    Column("Activity Duration (ns)", INT, "Duration of the PPU activity"),
+    Column("Activity Name", TEXT, "Kernel name, or memcpy / memset description"),
+)
+
+OP_TRACE = Rule(
+    name="ppu_op_trace",
+    title="PPU Operator Trace",
+    help="The PPU activities (kernels, memcpy, memset) of every PPU operator instance, in order of operator "
+         "start, then activity start.",
+    columns=COLUMNS,
+    compute=op_trace,
+    reads=READS,
+    requires=REQUIRES,
+    options=(ROWS,) + SCOPE + (OP, NO_GRAPH_MAPPING, PREFILL_DECODE),
+)
+
+RULES = [OP_TRACE]

@@ -1,0 +1,63 @@
+"""PPU operator unit tests (``ppu_op_unit_test``): a runnable PyTorch script.
+
+The result is one TEXT column, ``Script``, one row per line of the script (so every writer
+and ``--output`` work). ``--format py`` prints the lines alone, so that
+``asys stats -r ppu_op_unit_test --format py -o . report.asysrep`` writes
+``report_ppu_op_unit_test.py``. The tests follow the merged operators of ``ppu_op_sum``
+in descending total time; see :mod:`asysstats.operators.unittest_gen`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+
+from asysstats.engine import Inputs
+from asysstats.operators.analysis import analyse
+from asysstats.operators.instances import flat_instances, group_instances
+from asysstats.operators.unittest_gen import Entry
+from asysstats.operators.unittest_script import script_lines
+from asysstats.registry import NO_GRAPH_MAPPING, TEXT, Column, Rule
+from asysstats.rules.operators_common import ALL_MERGES, OP, READS, REQUIRES, SCOPE, sorted_order
+
+
+def operator_entries(inputs: Inputs, options: Mapping[str, Any]) -> list[Entry]:
+    """The merged operators in descending total time, with the parameters of their first instance."""
+    an = analyse(inputs, options)
+    inst = flat_instances(an)
+    t = inst.table
+    groups = group_instances(an, inst, [t["type"], t["key"]])
+    first = groups.first
+    order = sorted_order(inputs.strings, groups.stats["sum"], True, t["display"][first], groups.keys[1])
+    source = t["source"][first][order]
+    parsed_index = np.where(source >= 0, an.ops["parsed"][np.maximum(source, 0)] if an.ops.rows else -1, -1)
+    types = inputs.strings.lookup(groups.keys[0][order])
+    names = inputs.strings.lookup(t["display"][first][order])
+    totals, counts = groups.stats["sum"][order].tolist(), groups.stats["count"][order].tolist()
+    return [Entry(rank, kind or "-", name or "-", int(total), int(count), an.parsed[p] if p >= 0 else None)
+            for rank, (kind, name, total, count, p) in
+            enumerate(zip(types, names, totals, counts, parsed_index.tolist()), start=1)]
+
+
+def unit_test(inputs: Inputs, options: Mapping[str, Any]) -> dict:
+    entries = operator_entries(inputs, options)
+    lines = script_lines(inputs.report.path.stem, entries) if entries else []
+    return {"Script": np.array(lines, dtype=object)}
+
+
+UNIT_TEST = Rule(
+    name="ppu_op_unit_test",
+    title="PPU Operator Unit Tests (experimental)",
+    help="A Python script with one PyTorch unit test per merged PPU operator, in descending total time; it "
+         "lists the operators it could not generate at its end. Write it with --format py (one line per row "
+         "in the other formats). Run it as: python <report>_ppu_op_unit_test.py [--top N] [--warm-up N] "
+         "[--repeat N] [--test name,name] [--device DEV]; without PyTorch it skips cleanly.",
+    columns=(Column("Script", TEXT, "One line of the unit-test script"),),
+    compute=unit_test,
+    reads=READS,
+    requires=REQUIRES,
+    options=SCOPE + (OP, NO_GRAPH_MAPPING) + ALL_MERGES,
+)
+
+RULES = [UNIT_TEST]

@@ -1,0 +1,150 @@
+"""PCCL desynchronisation (``pccl_desync_trace``, ``pccl_desync_summary``).
+
+A communication is a connected set of chained-overlapping PCCL kernels of one name,
+across all devices and processes (conventions 18). Its duration runs from the first
+start to the last end; its overlap is the time all of its kernels run at once,
+``max(0, min(end) - max(start))``; its desync rate is ``(duration - overlap) / duration``.
+Zero-length kernels never run and are ignored.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+import regex
+
+from asysstats.compute.grouped import group_by, grouped_stats, percentile_sorted, share_percent
+from asysstats.compute.intervals import overlap_components
+from asysstats.correlate import innermost_range_names
+from asysstats.engine import Inputs
+from asysstats.io.strings import StringPool, distinct
+from asysstats.io.tables import EventTable
+from asysstats.names import demangle, kernel_name_ids, prefixed_ids
+from asysstats.registry import DEVICE, HGTX_NAME, INT, NAME_OPTIONS, PERCENT, ROWS, TEXT, Column, Rule, name_mode
+from asysstats.rules.kernels import KERNEL_COLUMNS, on_devices
+
+PCCL_KERNEL = regex.compile(r"\s*(?:void\s+)?(?:pccl|nccl)", regex.IGNORECASE)
+
+
+def pccl_mask(pool: StringPool, kernels: EventTable) -> np.ndarray:
+    """PCCL kernels: the (demangled) name starts, after an optional ``void ``, with
+    ``pccl`` or ``nccl``, in any case (conventions 18)."""
+    ids = np.where(kernels["demangledName"] >= 0, kernels["demangledName"], kernels["mangledName"])
+    out = np.zeros(len(ids), dtype=bool)
+    valid = ids >= 0
+    if valid.any():
+        uniq, slot = distinct(ids[valid])
+        flags = np.array([PCCL_KERNEL.match(demangle(t or "")) is not None for t in pool.lookup(uniq)], dtype=bool)
+        out[valid] = flags[slot]
+    return out
+
+
+def communications(inputs: Inputs, options: Mapping[str, Any]) -> EventTable:
+    """One row per communication: start, end, overlap, rate (%), kernel statistics, name
+    and the kernel that starts last (ties: higher device, then higher correlation id)."""
+    kernels = on_devices(inputs.table("kernels", KERNEL_COLUMNS), options["device"])
+    kernels = kernels.take(pccl_mask(inputs.strings, kernels) & (kernels["end"] > kernels["start"]))
+    names = kernel_name_ids(inputs.strings, kernels, name_mode(options))
+    if options["hgtx-name"]:
+        names = prefixed_ids(inputs.strings, innermost_range_names(inputs, kernels), names)
+    start, end = kernels["start"], kernels["end"]
+    comp = overlap_components(names, start, end)
+    groups = group_by([comp])
+    by_start = np.lexsort((kernels["correlationId"], kernels["deviceId"], start, comp))
+    last = by_start[np.r_[comp[by_start][1:] != comp[by_start][:-1], True]] if len(comp) else by_start
+    first_start, last_end = groups.reduce(np.minimum, start), groups.reduce(np.maximum, end)
+    overlap = np.maximum(groups.reduce(np.minimum, end) - start[last], 0)
+    duration = last_end - first_start
+    span = end - start
+    return EventTable({
+        "start": first_start, "duration": duration, "overlap": overlap,
+        "rate": 100.0 * (duration - overlap) / np.maximum(duration, 1),
+        "last_pid": kernels["pid"][last], "last_device": kernels["deviceId"][last],
+        "last_kernel": kernels["correlationId"][last],
+        "max": groups.reduce(np.maximum, span), "min": groups.reduce(np.minimum, span),
+        "avg": groups.reduce(np.add, span) / np.maximum(groups.size, 1), "count": groups.size,
+        "name": groups.first(names),
+    })
+
+
+OPTIONS = (ROWS, HGTX_NAME) + NAME_OPTIONS + (DEVICE,)
+TRACE_COLUMNS = (
+    Column("Start (ns)", INT, "Start time of the PCCL communication"),
+    Column("Duration (ns)", INT, "Elapsed duration of the PCCL communication (first start to last end)"),
+    Column("Overlap (ns)", INT, "Time during which all PCCL kernels of the communication run"),
+    Column("Desync Rate (%)", PERCENT, "Desynchronisation rate: (duration - overlap) / duration"),
+    Column("Last Process", INT, "Process ID of the kernel that starts last"),
+    Column("Last Device", INT, "Device ID of the kernel that starts last"),
+    Column("Last Kernel", INT, "Correlation id of the kernel that starts last"),
+    Column("Max Duration (ns)", INT, "The longest kernel duration in this PCCL communication"),
+    Column("Min Duration (ns)", INT, "The shortest kernel duration in this PCCL communication"),
+    Column("Avg Duration (ns)", INT, "The average kernel duration in this PCCL communication"),
+    Column("Instances", INT, "Number of kernels in this PCCL communication"),
+    Column("Kernel Name", TEXT, "Name of the PCCL kernel"),
+)
+TRACE_FIELDS = ("start", "duration", "overlap", "rate", "last_pid", "last_device", "last_kernel",
+                "max", "min", "avg", "count", "name")
+
+
+def desync_trace(inputs: Inputs, options: Mapping[str, Any]) -> dict:
+    comms = communications(inputs, options)
+    order = np.lexsort((comms["start"], inputs.strings.sort_rank(comms["name"]), -comms["rate"]))
+    return {c.name: comms[f][order] for c, f in zip(TRACE_COLUMNS, TRACE_FIELDS)}
+
+
+SUMMARY_COLUMNS = (
+    Column("Time (%)", PERCENT, "Percentage of 'Total Duration'"),
+    Column("Count", INT, "Number of communications for this PCCL kernel"),
+    Column("Desync Avg (%)", PERCENT, "Average desynchronisation rate of this PCCL kernel"),
+    Column("Desync Med (%)", PERCENT, "Median desynchronisation rate of this PCCL kernel"),
+    Column("Desync P90 (%)", PERCENT, "90th percentile (nearest rank) of the desynchronisation rate"),
+    Column("Desync Min (%)", PERCENT, "Minimum desynchronisation rate of this PCCL kernel"),
+    Column("Desync Max (%)", PERCENT, "Maximum desynchronisation rate of this PCCL kernel"),
+    Column("Desync StdDev (%)", PERCENT, "Population standard deviation of the desynchronisation rate"),
+    Column("Total Duration (ns)", INT, "Total elapsed duration of all communications for this PCCL kernel"),
+    Column("Total Overlap (ns)", INT, "Total overlap duration of all communications for this PCCL kernel"),
+    Column("Kernel Name", TEXT, "Name of the PCCL kernel"),
+)
+
+
+def desync_summary(inputs: Inputs, options: Mapping[str, Any]) -> dict:
+    comms = communications(inputs, options)
+    groups, stats = grouped_stats([comms["name"]], comms["rate"])
+    p90 = percentile_sorted(groups, comms["rate"], 90)
+    total = groups.reduce(np.add, comms["duration"])
+    order = np.lexsort((inputs.strings.sort_rank(groups.keys[0]), -total))
+    values = [share_percent(total, float(total.sum())), stats["count"], stats["mean"], stats["median"], p90,
+              stats["min"], stats["max"], stats["std"], total, groups.reduce(np.add, comms["overlap"]),
+              groups.keys[0]]
+    return {c.name: v[order] for c, v in zip(SUMMARY_COLUMNS, values)}
+
+
+COMMON_HELP = ("PCCL kernels (names starting with pccl or nccl) of one name whose executions overlap, "
+               "chained, across all devices form a communication; its desync rate is "
+               "(duration - overlap) / duration, where overlap is the time all its kernels run at once. ")
+
+DESYNC_TRACE = Rule(
+    name="pccl_desync_trace",
+    title="PCCL Desynchronization Trace",
+    help=COMMON_HELP + "One row per communication, in descending order of desync rate; 'Last Kernel' is "
+                       "the correlation id of the kernel that starts last.",
+    columns=TRACE_COLUMNS,
+    compute=desync_trace,
+    reads=("kernels",),
+    options=OPTIONS,
+)
+
+DESYNC_SUMMARY = Rule(
+    name="pccl_desync_summary",
+    title="PCCL Desynchronization Summary",
+    help=COMMON_HELP + "Statistics of the communications per kernel name, in descending order of total "
+                       "duration; 'Time (%)' is the share of the total duration of all listed communications.",
+    columns=SUMMARY_COLUMNS,
+    compute=desync_summary,
+    reads=("kernels",),
+    options=OPTIONS,
+    share="Time (%)",
+)
+
+RULES = [DESYNC_TRACE, DESYNC_SUMMARY]

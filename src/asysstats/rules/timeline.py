@@ -1,0 +1,106 @@
+"""PPU timeline figures per device (``hggc_ppu_timeline_sum``): span, kernel busy time,
+launch gaps and the overlap of kernel-launch API calls with kernel execution.
+
+The figures are those of the usual hand-written Nsight summary scripts: kernel busy time
+is the SUM of kernel durations (concurrent kernels can push it past 100 % of the span),
+and a launch gap is ``max(0, start - end of the previous kernel in start order)``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+
+from asysstats.compute.grouped import share_percent
+from asysstats.compute.intervals import intersection_length, start_order_gaps, union_length
+from asysstats.engine import Inputs
+from asysstats.io.tables import NA, EventTable
+from asysstats.registry import DEVICE, INT, PERCENT, TEXT, Column, Rule
+from asysstats.rules.activity import row_index
+from asysstats.rules.kernels import on_devices
+
+ALL = "All"
+ACTIVITY_COLUMNS = ("start", "end", "deviceId")
+Intervals = tuple[np.ndarray, np.ndarray]
+
+
+def launch_calls(kernels: EventTable, runtime: EventTable) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(start, end, kernel device) of the API call that launched each kernel: the runtime row of
+    the same process and correlation id that starts first — the call ``hggc_kern_exec_trace`` lists."""
+    if runtime.rows == 0:
+        return runtime["start"], runtime["end"], runtime["start"]
+    calls = runtime.take(np.lexsort((runtime["end"], runtime["start"], runtime["correlationId"], runtime["pid"])))
+    rows = row_index([calls["pid"], calls["correlationId"]], [kernels["pid"], kernels["correlationId"]])
+    launched = (rows >= 0) & (kernels["correlationId"] >= 0)
+    return calls["start"][rows[launched]], calls["end"][rows[launched]], kernels["deviceId"][launched]
+
+
+def figures(activity: Intervals, kernels: Intervals, api: Intervals) -> list:
+    """One output row (without the device label) from the intervals of one device set."""
+    span = int(activity[1].max() - activity[0].min())
+    kernel_time = int((kernels[1] - kernels[0]).sum())
+    gaps = start_order_gaps(*kernels)
+    positive = gaps[gaps > 0]
+    api_union = union_length(*api)
+    overlap = intersection_length(*api, *kernels)
+    return [span, len(activity[0]), len(kernels[0]), kernel_time, float(share_percent(kernel_time, span)),
+            len(positive), int(positive.sum()), positive.mean() if len(positive) else np.nan,
+            int(positive.max()) if len(positive) else NA,
+            api_union, overlap, float(share_percent(overlap, api_union))]
+
+
+def timeline_sum(inputs: Inputs, options: Mapping[str, Any]) -> dict:
+    devices = options["device"]
+    kernels = on_devices(inputs.table("kernels", ACTIVITY_COLUMNS + ("correlationId", "globalPid")), devices)
+    activities = [kernels] + [on_devices(inputs.table(name, ACTIVITY_COLUMNS), devices) for name in ("memcpy", "memset")]
+    start, end, device = (np.concatenate([t[c] for t in activities]) for c in ACTIVITY_COLUMNS)
+    runtime = inputs.table("runtime", ("start", "end", "globalTid", "correlationId"))
+    api_start, api_end, api_device = launch_calls(kernels, runtime)
+    labels = [ALL] if len(start) else []
+    rows = [figures((start, end), (kernels["start"], kernels["end"]), (api_start, api_end))] if labels else []
+    for dev in np.unique(device):
+        on, k, a = device == dev, kernels["deviceId"] == dev, api_device == dev
+        labels.append(str(dev))
+        rows.append(figures((start[on], end[on]), (kernels["start"][k], kernels["end"][k]),
+                            (api_start[a], api_end[a])))
+    frame = {"Device": np.array(labels, dtype=object)}
+    for index, column in enumerate(COLUMNS[1:]):
+        kind = np.float64 if column.kind == PERCENT or column.name == "Gap Avg (ns)" else np.int64
+        frame[column.name] = np.array([row[index] for row in rows], dtype=kind)
+    return frame
+
+
+COLUMNS = (
+    Column("Device", TEXT, "PPU device id, or 'All' for all selected devices together"),
+    Column("Span (ns)", INT, "Time from the first start to the last end of any kernel, memcpy or memset"),
+    Column("Operations", INT, "Number of kernels, memcpy and memset operations"),
+    Column("Kernels", INT, "Number of kernel executions"),
+    Column("Kernel Time (ns)", INT, "Sum of kernel durations (concurrent kernels all count)"),
+    Column("Kernel Busy (%)", PERCENT, "'Kernel Time' as a percentage of 'Span'"),
+    Column("Gap Count", INT, "Number of positive gaps between consecutive kernels in start order"),
+    Column("Gap Total (ns)", INT, "Sum of the positive gaps"),
+    Column("Gap Avg (ns)", INT, "Average positive gap"),
+    Column("Gap Max (ns)", INT, "Largest positive gap"),
+    Column("Launch API Union (ns)", INT, "Time covered by the API calls that launched the kernels"),
+    Column("Launch API Overlap (ns)", INT, "Part of 'Launch API Union' during which a kernel executes"),
+    Column("Launch API Overlap (%)", PERCENT, "'Launch API Overlap' as a percentage of 'Launch API Union'"),
+)
+
+TIMELINE_SUM = Rule(
+    name="hggc_ppu_timeline_sum",
+    title="HGGC PPU Timeline Summary",
+    help="One row for all selected devices together ('All'), then one per device: the span from the "
+         "first to the last kernel, memcpy or memset; kernel count and summed kernel time, as a "
+         "percentage of the span; the positive gaps max(0, start - end of the previous kernel in "
+         "start order); and the union of the kernel-launch API calls (runtime calls with the "
+         "correlation id of a kernel) with the part of it that overlaps kernel execution. "
+         "Undefined averages and percentages print '-'.",
+    columns=COLUMNS,
+    compute=timeline_sum,
+    reads=("kernels", "memcpy", "memset", "runtime"),
+    requires=("kernels", "memcpy", "memset"),
+    options=(DEVICE,),
+)
+
+RULES = [TIMELINE_SUM]

@@ -1,0 +1,1 @@
+"""The synthetic LLM-inference sample: a catalogue, step programs, a simulator and a tiler."""
