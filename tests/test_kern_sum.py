@@ -79,3 +79,19 @@ def test_corpus_matches_sql_group_by(path):
     got = {r["Name"]: (r["Total Time (ns)"], r["Instances"], r["Min (ns)"], r["Max (ns)"]) for r in rows}
     assert got == expected
     assert fingerprint(path) == before
+
+
+def test_filter_time_on_an_nsight_export_counts_from_session_start():
+    from conftest import NSYS_CORPUS
+
+    path = NSYS_CORPUS / "fuser_hopper_r1.sqlite"
+    if not path.exists():
+        pytest.skip("corpus absent")
+    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    cut = 1_500_000_000  # event times are ns from the session start (ANALYSIS_DETAILS is on another clock)
+    (inside,) = con.execute(f"SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE start >= {cut}").fetchone()
+    assert 0 < inside < 19
+    run = run_cli("stats", "-r", "hggc_ppu_kern_sum", "--format", "json", "--filter-time", f"{cut}/", path)
+    import json
+
+    assert sum(row["Instances"] for row in json.loads(run.out)) == inside

@@ -9,7 +9,7 @@ import numpy as np
 
 from asysstats.errors import AsysError, MissingData
 from asysstats.io.report import Report
-from asysstats.io.schema import TABLES
+from asysstats.io.schema import NSYS, TABLES
 from asysstats.io.strings import StringPool
 from asysstats.io.tables import EventTable, empty_table
 from asysstats.registry import Column, Frame, Rule
@@ -66,9 +66,15 @@ class Inputs:
             raise MissingData(self.report.missing_message(names[0]))
 
     def capture_range(self) -> tuple[int, int]:
-        """The report's analysis range: ``ANALYSIS_DETAILS``, else the span of its activities."""
+        """The report's analysis range: ``ANALYSIS_DETAILS``, else the span of its activities.
+
+        Nsight Systems stores event times relative to the session start, while its
+        ``ANALYSIS_DETAILS.startTime``/``stopTime`` are on another clock: there the range is
+        ``[0, duration)``."""
         if self.report.has("analysis"):
             info = self.report.load("analysis")
+            if info.rows and self.report.dialect == NSYS and info["duration"][0] > 0:
+                return 0, int(info["duration"][0])
             if info.rows and info["stopTime"][0] > info["startTime"][0]:
                 return int(info["startTime"][0]), int(info["stopTime"][0])
         lo, hi = [], []
