@@ -94,3 +94,17 @@ def test_a_report_compared_with_itself(sample, rule):  # noqa: F811
         for name, value in row.items():
             if name.startswith("Base "):
                 assert value == row["Target " + name[5:]], name
+
+
+@pytest.mark.parametrize("order, kernels", [
+    # framework GEMM 3 instances, add and relu 1 (by name); libraries GEMM64 2, GEMM128 1; kernels 2, 1
+    ("instances", ["k_ppu_a", "k_nv_a", "k_ppu_c", "k_nv_c", "k_relu"]),
+    # framework GEMM 150 ns, relu 100, add 10; libraries GEMM64 150, GEMM128 40; kernels k_nv_a 150, k_ppu_a 100
+    ("avg", ["k_nv_a", "k_ppu_a", "k_ppu_c", "k_relu", "k_nv_c"]),
+    # names ascending at every level: Native < aten::add < aten::relu; ACBLAS...128 < ACBLAS...64; k_nv < k_ppu
+    ("name", ["k_ppu_c", "k_nv_a", "k_ppu_a", "k_nv_c", "k_relu"]),
+])
+def test_kernel_breakdown_compare_order_by(op_paths, order, kernels):
+    run = run_cli("stats", "-r", f"ppu_operator_kernel_breakdown_compare:order-by={order}", "--format", "json",
+                  *op_paths)
+    assert [r["Base Kernel"] or r["Target Kernel"] for r in json.loads(run.out)] == kernels

@@ -7,8 +7,10 @@ import os
 
 import pytest
 
+from asysstats.compare import DEFAULT_COMPARE
 from asysstats.synth.writer import ReportWriter
 from conftest import fingerprint, run_cli
+from test_compare_rules import corpus_pairs
 
 WRITTEN = ("ppu_operator_type_summary_compare", "ppu_time_util_compare", "ppu_operator_summary_compare",
            "ppu_operator_kernel_breakdown_compare", "pccl_desync_summary_compare", "ppu_kernel_summary_compare")
@@ -137,8 +139,22 @@ def test_absent_data_is_skipped_with_a_note(tmp_path):
     assert not (tmp_path / "p_ppu_kernel_summary_compare.csv").exists()
     run = run_cli("compare", "-o", tmp_path / "q", "--fail-if-slower", "5", *paths)
     assert run.code == 2 and "ppu_kernel_summary_compare was not computed" in run.err
+    assert not list(tmp_path.glob("q_*"))
 
 
 def test_missing_report_is_an_error(samples, tmp_path):
     run = run_cli("compare", samples[0], tmp_path / "absent.asysrep")
     assert run.code == 2 and "absent.asysrep" in run.err
+
+
+@pytest.mark.parametrize("path, other", corpus_pairs())
+def test_corpus_pairs(path, other, tmp_path):
+    before = fingerprint(path), fingerprint(other)
+    run = run_cli("compare", "-o", tmp_path / "p", path, other)
+    assert run.code == 0, run.err
+    assert run.out.startswith(f"Base:   {path}\nTarget: {other}\n")
+    written = {p.name for p in tmp_path.iterdir()}
+    skipped = [line for line in run.out.splitlines() if line.startswith("Skipped ")]
+    assert len(written) + len(skipped) == len(DEFAULT_COMPARE)
+    assert all("does not contain" in line for line in skipped)
+    assert (fingerprint(path), fingerprint(other)) == before

@@ -77,6 +77,7 @@ def run_compare(base: str, target: str, output: str | None, force: bool, setting
     if fail_on not in TOTALS:
         raise AsysError(f"--fail-on: expected one of {', '.join(TOTALS)}, got {fail_on!r}")
     comparison = compare_reports(base, target, settings, cache)
+    verdict = regression_verdict(comparison, fail_on, fail_if_slower) if fail_if_slower is not None else None
     files = output_files(output, base, target, list(comparison.results))
     existing = [str(p) for p in files.values() if p.exists()]
     if existing and not force:
@@ -86,12 +87,10 @@ def run_compare(base: str, target: str, output: str | None, force: bool, setting
     lines = summary_lines(base, target, comparison)
     lines += ["", "Files:"] + [f"  {p}" for p in files.values()]
     lines += [f"Skipped {note}" for note in comparison.skipped]
-    status = 0
-    if fail_if_slower is not None:
-        slower, verdict = regression_verdict(comparison, fail_on, fail_if_slower)
-        lines += ["", verdict]
-        status = 1 if slower else 0
-    return "\n".join(lines) + "\n", status
+    if verdict is None:
+        return "\n".join(lines) + "\n", 0
+    slower, message = verdict
+    return "\n".join(lines + ["", message]) + "\n", 1 if slower else 0
 
 
 def pair_column(result: Result, column: str) -> tuple[np.ndarray, np.ndarray]:

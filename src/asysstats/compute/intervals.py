@@ -87,6 +87,31 @@ def intersection_length(a_starts, a_ends, b_starts, b_ends) -> int:
     return int((cumulative_cover(sb, eb, ea) - cumulative_cover(sb, eb, sa)).sum())
 
 
+def difference(a_starts, a_ends, b_starts, b_ends) -> tuple[np.ndarray, np.ndarray]:
+    """Disjoint, sorted segments of the time covered by intervals A and by no interval of B
+    (``∪A − ∪B``). One sweep over the boundaries of both unions: after the last boundary
+    at each instant, a stretch belongs to the result while A covers it and B does not."""
+    sa, ea = union(a_starts, a_ends)
+    sb, eb = union(b_starts, b_ends)
+    if len(sa) == 0 or len(sb) == 0:
+        return sa, ea
+    times = np.concatenate([sa, ea, sb, eb])
+    in_a = np.concatenate([np.ones(len(sa), np.int64), -np.ones(len(ea), np.int64), np.zeros(2 * len(sb), np.int64)])
+    in_b = np.concatenate([np.zeros(2 * len(sa), np.int64), np.ones(len(sb), np.int64), -np.ones(len(eb), np.int64)])
+    order = np.argsort(times, kind="stable")
+    times, a_now, b_now = times[order], np.cumsum(in_a[order]), np.cumsum(in_b[order])
+    last = np.append(times[1:] != times[:-1], True)  # the state after every boundary at that instant
+    times, keep = times[last], (a_now[last] == 1) & (b_now[last] == 0)
+    starts = np.flatnonzero(keep[:-1])  # the last instant closes everything
+    return times[starts], times[starts + 1]
+
+
+def difference_length(a_starts, a_ends, b_starts, b_ends) -> int:
+    """Time covered by intervals A and by no interval of B (``|∪A − ∪B|``)."""
+    s, e = difference(a_starts, a_ends, b_starts, b_ends)
+    return int((e - s).sum())
+
+
 def cumulative_cover(seg_starts: np.ndarray, seg_ends: np.ndarray, t: np.ndarray) -> np.ndarray:
     """Covered time before each instant ``t`` by sorted disjoint segments (from :func:`union`)."""
     t = np.asarray(t, dtype=np.int64)

@@ -15,6 +15,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from asysstats.errors import AsysError, MissingData
+from asysstats.io import kineto_cache
+from asysstats.io.cache import ColumnCache
 from asysstats.io.kineto_collect import Collector, as_int
 from asysstats.io.kineto_parse import TraceStream
 from asysstats.io.kineto_tables import Table, build_tables, distributed_info, global_tid
@@ -38,11 +40,29 @@ class KinetoReport:
 
     dialect = KINETO
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], cache: bool = True) -> None:
         self.path = Path(path)
         if not self.path.is_file():
             raise AsysError(f"{self.path}: no such file" if not self.path.exists() else f"{self.path}: not a file")
         self.strings = StringPool()
+        column_cache = ColumnCache(self.path) if cache else None
+        cached = kineto_cache.load(column_cache, self.strings) if column_cache is not None else None
+        if cached is None:
+            self.strings = StringPool()  # drop any strings a partial cache entry interned
+            tables, self.metadata, unlinked = self._parse()
+            if column_cache is not None:
+                kineto_cache.store(column_cache, tables, self.metadata, unlinked, self.strings)
+        else:
+            tables, self.metadata, unlinked = cached
+        self._tables = tables
+        self.unlinked = unlinked  # device activities without their launch call in the trace
+        self._cache: dict[tuple[str, tuple[str, ...]], EventTable] = {}
+        if unlinked:
+            print(f"{self.path.name}: note: {unlinked} GPU activities have no launching API call in the trace "
+                  f"(launched before the profiling window, or dropped); they are kept", file=sys.stderr)
+
+    def _parse(self) -> tuple[dict[str, Table], dict[str, Any], int]:
+        """Tables, top-level members and unlinked count, from one streaming pass over the trace."""
         stream, collector = TraceStream(self.path), Collector()
         count = 0
         try:
@@ -51,15 +71,10 @@ class KinetoReport:
                     collector.add(event)
         except (TypeError, ValueError, ArithmeticError, AttributeError) as exc:
             raise AsysError(f"{self.path.name}: trace event {count}: unexpected value ({exc})") from exc
-        self.metadata: dict[str, Any] = stream.metadata
+        self.metadata = stream.metadata
         tables, unlinked = build_tables(collector, self.metadata, self.strings)
         tables.update(self._metadata_tables(collector, tables))
-        self._tables = {k: v for k, v in tables.items() if self._present(k, v, tables)}
-        self.unlinked = unlinked  # device activities without their launch call in the trace
-        self._cache: dict[tuple[str, tuple[str, ...]], EventTable] = {}
-        if unlinked:
-            print(f"{self.path.name}: note: {unlinked} GPU activities have no launching API call in the trace "
-                  f"(launched before the profiling window, or dropped); they are kept", file=sys.stderr)
+        return {k: v for k, v in tables.items() if self._present(k, v, tables)}, self.metadata, unlinked
 
     def __repr__(self) -> str:
         return f"KinetoReport({str(self.path)!r})"

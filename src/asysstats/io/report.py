@@ -268,7 +268,7 @@ def open_report(path: str | os.PathLike[str], cache: bool = True) -> "Report | K
     from asysstats.io.kineto_parse import looks_like_json_trace
 
     if Path(path).is_file() and looks_like_json_trace(Path(path)):
-        return KinetoReport(path)
+        return KinetoReport(path, cache=cache)
     return Report(path, cache=cache)
 
 

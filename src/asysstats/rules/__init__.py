@@ -11,6 +11,8 @@ from asysstats.rules import pccl_ops
 from asysstats.rules import pccl_stages
 from asysstats.rules import category
 from asysstats.rules import timeline
+from asysstats.rules import time_breakdown
+from asysstats.rules import steps
 from asysstats.rules import hgtx_kernels, hgtx_projection, hgtx_ranges
 from asysstats.rules import operators_breakdown, operators_moe, operators_summary, operators_trace, operators_unit_test
 from asysstats.rules import compare_breakdown, compare_hgtx, compare_kernels, compare_operators, compare_pccl
@@ -26,6 +28,8 @@ REGISTRY = Registry([
     *pccl_stages.RULES,
     *category.RULES,
     *timeline.RULES,
+    *time_breakdown.RULES,
+    *steps.RULES,
     *hgtx_ranges.RULES, *hgtx_kernels.RULES, *hgtx_projection.RULES,
     *compare_kernels.RULES, *compare_hgtx.RULES, *compare_pccl.RULES, *compare_time_util.RULES,
     *operators_summary.RULES, *operators_moe.RULES, *operators_trace.RULES, *operators_breakdown.RULES, *operators_unit_test.RULES,

@@ -1,17 +1,18 @@
 """``ppu_operator_kernel_breakdown_compare`` and ``ppu_operator_breakdown_compare``: the
 layered operator breakdowns of two reports (``ppu_op_kernel_breakdown``, ``ppu_op_breakdown``).
 
-Each side's rows are the single rule's rows, made from the same
-:func:`asysstats.operators.layers.breakdown` statistics, plus the layers' merge keys.
+Each side's rows are the single rule's rows, made from the same statistics
+(:func:`asysstats.operators.layers.breakdown`), plus the layers' merge keys.
 Rows match level by level: the framework operator by type and match key
 (:func:`compare_operators.match_key`; ``Native`` by type), the library operator inside it
 by match key (``Native``, ``Idle`` by name), the kernel inside that by name. A row is the
 full outer join at the deepest level (kernel, or library operator); a side without that
 row still shows its framework and library operators when they match. Rows nest like the
-single rules': framework groups by the larger side's time percentage, then library groups,
-then kernels, ties by name. ``top=N`` keeps the rows whose deepest operator is among the N
-largest time percentages of either report; ``matched-only`` keeps the rows matched at the
-deepest level. ``Avg Ratio`` is the deepest level's target / base.
+single rules': framework groups by the larger side's time percentage (or ``order-by``
+value; ``name``: by name only), then library groups, then kernels, ties by name.
+``top=N`` keeps the rows whose deepest operator is among the N largest time percentages
+of either report; ``matched-only`` keeps the rows matched at the deepest level.
+``Avg Ratio`` is the deepest level's target / base.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from asysstats.rules.operators_breakdown import ORDERS, library_utilisation, nes
 from asysstats.rules.operators_common import ALL_MERGES, OP, READS, REQUIRES, SCOPE, order_by
 
 SENTINELS = {NATIVE: "<native>", IDLE: "<idle>"}
+ORDER_COLUMNS = {"time": "Time (%)", "avg": "Avg (ns)", "instances": "Instances"}  # order-by -> level column
 NAMES = {"Framework": "Framework OP", "Library": "Library OP", "Kernel": "Kernel"}
 WHAT = {"Framework": "framework layer operator", "Library": "compute library layer operator", "Kernel": "HGGC kernel"}
 UTILS = (("Compute Util (%)", "PPU compute capability"), ("HBM Load Util (%)", "PPU HBM load bandwidth"),
@@ -114,40 +116,57 @@ def in_top(frame: Frame, column: str, count: int | None) -> np.ndarray:
     return keep
 
 
-def compare(inputs: tuple[Inputs, Inputs], options: Mapping[str, Any], levels: tuple[str, ...]) -> Frame:
-    frames = tuple(side_frame(side, options, levels) for side in inputs)
-    keys = ["OP Type", "Framework Key", "Library Key"] + (["Kernel"] if "Kernel" in levels else [])
-    deepest = levels[-1]
-    exact = match_rows(*([f[k] for k in keys] for f in frames))
+def kept(exact: Pairing, frames: tuple[Frame, Frame], deepest: str, options: Mapping[str, Any]) -> Pairing:
+    """The rows of ``top`` and ``matched-only``."""
     keep = np.zeros(len(exact.base), dtype=bool)
     for frame, rows in zip(frames, (exact.base, exact.target)):
         top = in_top(frame, f"{deepest} Time (%)", options.get("top"))
         keep |= (rows >= 0) & np.append(top, False)[rows]
     if options.get("matched-only"):
         keep &= (exact.base >= 0) & (exact.target >= 0)
-    exact = exact.take(keep)
+    return exact.take(keep)
+
+
+def nested_rows(frames: tuple[Frame, Frame], pairings: dict[str, Pairing], how: str) -> np.ndarray:
+    """Output order: level by level, the larger side's ``order-by`` value descending, then name
+    (after the framework name, the type)."""
+    keys = []
+    for level, rows in pairings.items():
+        value = np.zeros(len(rows.base))
+        if how != "name":
+            both = (as_float(v) for v in sides(frames, rows, f"{level} {ORDER_COLUMNS[how]}"))
+            value = -np.nan_to_num(np.fmax(*both), nan=-np.inf)
+        keys += [value, name_rank(either(frames, rows, NAMES[level]))]
+    keys.insert(2, name_rank(either(frames, pairings["Framework"], "OP Type")))
+    deepest = list(pairings.values())[-1]
+    return np.lexsort((deepest.target, deepest.base) + tuple(reversed(keys)))
+
+
+def shown(level: str, levels: tuple[str, ...]) -> list[str]:
+    """The side columns of one level (the library level of the library breakdown: with utilisations)."""
+    utils = [name for name, _ in UTILS] if level == levels[-1] == "Library" else []
+    return [c.name for c in level_columns(level)] + utils
+
+
+def compare(inputs: tuple[Inputs, Inputs], options: Mapping[str, Any], levels: tuple[str, ...]) -> Frame:
+    frames = tuple(side_frame(side, options, levels) for side in inputs)
+    keys = ["OP Type", "Framework Key", "Library Key"] + (["Kernel"] if "Kernel" in levels else [])
+    exact = kept(match_rows(*([f[k] for k in keys] for f in frames)), frames, levels[-1], options)
     parents = [level_rows(frames, exact, keys[:depth]) for depth in range(2, len(levels) + 1)]
     pairings = dict(zip(levels, parents + [exact]))
-    sort = []
-    for level, rows in pairings.items():
-        share = np.fmax(*(as_float(v) for v in sides(frames, rows, f"{level} Time (%)")))
-        sort += [-np.nan_to_num(share, nan=-np.inf), name_rank(either(frames, rows, NAMES[level]))]
-    sort.insert(2, name_rank(either(frames, pairings["Framework"], "OP Type")))
-    order = np.lexsort((exact.target, exact.base) + tuple(reversed(sort)))
+    order = nested_rows(frames, pairings, options.get("order-by") or "time")
     pairings = {level: rows.take(order) for level, rows in pairings.items()}
-    out = {"Device Name": np.stack(sides(frames, pairings["Framework"], DEVICE_NAME), axis=1).reshape(-1, 2),
-           "OP Type": either(frames, pairings["Framework"], "OP Type")}
+    top = pairings["Framework"]
+    out = {"Device Name": np.stack(sides(frames, top, DEVICE_NAME), axis=1).reshape(-1, 2),
+           "OP Type": either(frames, top, "OP Type")}
     for index, prefix in enumerate(("Base", "Target")):
         for level, rows in pairings.items():
-            columns = [c.name for c in level_columns(level)] + ([n for n, _ in UTILS] if level == "Library"
-                                                                 and "Kernel" not in levels else [])
-            for column in columns:
-                out[f"{prefix} {column}"] = sides(frames, rows, column)[index]
-    out["Avg Ratio"] = target_over_base(*sides(frames, pairings[deepest], f"{deepest} Avg (ns)"))
+            out.update({f"{prefix} {column}": sides(frames, rows, column)[index] for column in shown(level, levels)})
+    out["Avg Ratio"] = target_over_base(*sides(frames, pairings[levels[-1]], f"{levels[-1]} Avg (ns)"))
     return out
 
 
-def comparison(levels: tuple[str, ...]) -> tuple[Column, ...]:
+def compare_columns(levels: tuple[str, ...]) -> tuple[Column, ...]:
     columns = [Column("Device Name", PAIR_TEXT, "PPU device name (base / target)"),
                Column("OP Type", TEXT, "PPU operator type")]
     for prefix in ("Base", "Target"):
@@ -173,7 +192,7 @@ KERNEL_BREAKDOWN_COMPARE = Rule(
     title="PPU Operator Kernel Breakdown Comparison",
     help="The ppu_op_kernel_breakdown tables of the base and target reports. " + HELP.format(
         kernel=" and by kernel name at the kernel layer"),
-    columns=comparison(KERNEL_LEVELS),
+    columns=compare_columns(KERNEL_LEVELS),
     compute=lambda inputs, options: compare(inputs, options, KERNEL_LEVELS),
     reads=READS, requires=REQUIRES, options=OPTIONS[:4] + NAME_OPTIONS + OPTIONS[4:] + (MATCHED_ONLY,), reports=2,
 )
@@ -182,7 +201,7 @@ BREAKDOWN_COMPARE = Rule(
     name="ppu_operator_breakdown_compare",
     title="PPU Operator Breakdown Comparison",
     help="The ppu_op_breakdown tables of the base and target reports. " + HELP.format(kernel=""),
-    columns=comparison(LIBRARY_LEVELS),
+    columns=compare_columns(LIBRARY_LEVELS),
     compute=lambda inputs, options: compare(inputs, options, LIBRARY_LEVELS),
     reads=READS, requires=REQUIRES, options=OPTIONS + (MATCHED_ONLY,), reports=2,
 )

@@ -1,0 +1,131 @@
+"""PPU time breakdown (``hggc_ppu_time_breakdown``): busy, idle, computation, communication
+and memcpy time of the union of PPU activities, with the exposed (not overlapped) parts.
+
+Buckets: memcpy operations are *memcpy*; kernels whose name matches the ``communication``
+regex (NCCL/RCCL/PCCL collectives, vLLM's custom all-reduce) are *communication*; other
+kernels and memsets are *computation*. Every figure is the length of a union of intervals
+(or of a difference of unions), so concurrent activities count once — the figures of
+TraceLens's ``gpu_timeline`` (docs/kineto.md).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+import regex
+
+from asysstats.compute.grouped import share_percent
+from asysstats.compute.intervals import difference_length, union, union_length
+from asysstats.engine import Inputs
+from asysstats.hgtx import launch_rows, runtime_calls
+from asysstats.io.strings import StringPool, distinct
+from asysstats.names import kernel_name_ids
+from asysstats.regexes import compile_user_regex, search
+from asysstats.registry import DEVICE, INT, PERCENT, TEXT, Column, Option, Rule
+from asysstats.rules.kernels import KERNEL_COLUMNS, on_devices
+
+RULE_NAME = "hggc_ppu_time_breakdown"
+ALL = "All"
+ACTIVITY_COLUMNS = ("start", "end", "deviceId", "correlationId", "globalPid")
+COMPUTATION, COMMUNICATION, MEMCPY = 0, 1, 2
+DEFAULT_COMMUNICATION = compile_user_regex(r"(?i)nccl|rccl|pccl|cross_device_reduce", "communication")
+COMMUNICATION_OPTION = Option(
+    "communication", "regex", "Kernels whose name this regex finds are communication (default: "
+    "'nccl|rccl|pccl|cross_device_reduce' in any case).", None)
+LINKED_ONLY = Option("linked-only", "flag", "Count only activities whose launching API call is in the report "
+                     "(as TraceLens's gpu_timeline does).", False)
+TYPES = ("Total", "Busy", "Idle", "Computation", "Communication", "Exposed Communication", "Memcpy",
+         "Exposed Memcpy")
+
+
+def name_matches(strings: StringPool, names: np.ndarray, pattern: regex.Pattern, where: str) -> np.ndarray:
+    """Mask of the rows whose name (string id) the regex finds; one search per distinct name."""
+    if len(names) == 0:
+        return np.zeros(0, dtype=bool)
+    uniq, inverse = distinct(np.maximum(names, 0))
+    texts = strings.lookup(uniq)
+    found = np.array([text is not None and search(pattern, text, where) for text in texts], dtype=bool)
+    return found[inverse] & (names >= 0)
+
+
+def is_communication(strings: StringPool, names: np.ndarray, options: Mapping[str, Any], rule: str) -> np.ndarray:
+    """Mask of the kernels (name ids) that the ``communication`` option's regex finds."""
+    pattern = options.get("communication") or DEFAULT_COMMUNICATION
+    return name_matches(strings, names, pattern, f"rule '{rule}': option 'communication'")
+
+
+def bucketed_activities(inputs: Inputs, options: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    """``start``, ``end``, ``deviceId`` and ``bucket`` of every kernel, memcpy and memset on the
+    selected devices (only those with their launch call in the report, with ``linked-only``)."""
+    kernels = inputs.table("kernels", KERNEL_COLUMNS)
+    names = kernel_name_ids(inputs.strings, kernels, "demangled")
+    communication = is_communication(inputs.strings, names, options, RULE_NAME)
+    parts = [(kernels, np.where(communication, COMMUNICATION, COMPUTATION)),
+             (inputs.table("memcpy", ACTIVITY_COLUMNS), MEMCPY), (inputs.table("memset", ACTIVITY_COLUMNS), COMPUTATION)]
+    calls = runtime_calls(inputs.report) if options["linked-only"] else None
+    out: dict[str, list[np.ndarray]] = {"start": [], "end": [], "deviceId": [], "bucket": []}
+    for table, bucket in parts:
+        table = table.with_columns(bucket=np.broadcast_to(np.asarray(bucket, np.int64), (table.rows,)).copy())
+        if calls is not None:
+            table = table.take(launch_rows(calls, table) >= 0)
+        table = on_devices(table, options["device"])
+        for name, values in out.items():
+            values.append(table[name])
+    return {name: np.concatenate(values) for name, values in out.items()}
+
+
+def breakdown(start: np.ndarray, end: np.ndarray, bucket: np.ndarray) -> list[int]:
+    """The figures of :data:`TYPES` for one set of activities."""
+    comp, comm, copy = (bucket == COMPUTATION), (bucket == COMMUNICATION), (bucket == MEMCPY)
+    seg_start, seg_end = union(start, end)
+    total = int(seg_end[-1] - seg_start[0]) if len(seg_start) else 0
+    busy = int((seg_end - seg_start).sum())
+    device_work = comp | comm
+    return [total, busy, total - busy, union_length(start[comp], end[comp]), union_length(start[comm], end[comm]),
+            difference_length(start[comm], end[comm], start[comp], end[comp]),
+            union_length(start[copy], end[copy]),
+            difference_length(start[copy], end[copy], start[device_work], end[device_work])]
+
+
+def time_breakdown(inputs: Inputs, options: Mapping[str, Any]) -> dict:
+    acts = bucketed_activities(inputs, options)
+    groups = [(ALL, np.ones(len(acts["start"]), dtype=bool))] if len(acts["start"]) else []
+    groups += [(str(dev), acts["deviceId"] == dev) for dev in np.unique(acts["deviceId"])]
+    labels, types, times, shares = [], [], [], []
+    for label, rows in groups:
+        figures = breakdown(acts["start"][rows], acts["end"][rows], acts["bucket"][rows])
+        labels += [label] * len(TYPES)
+        types += TYPES
+        times += figures
+        shares.append(share_percent(np.asarray(figures), figures[0]))
+    return {"Device": np.array(labels, dtype=object), "Type": np.array(types, dtype=object),
+            "Time (ns)": np.array(times, dtype=np.int64),
+            "Time (%)": np.concatenate(shares) if shares else np.empty(0, np.float64)}
+
+
+COLUMNS = (
+    Column("Device", TEXT, "PPU device id, or 'All' for all selected devices together"),
+    Column("Type", TEXT, "Total: first start to last end of the activities; Busy: time covered by any; Idle: "
+                         "Total - Busy; Computation, Communication, Memcpy: time covered by each bucket; Exposed "
+                         "Communication: communication time without computation; Exposed Memcpy: memcpy time "
+                         "without computation or communication"),
+    Column("Time (ns)", INT, "The time of the row's type"),
+    Column("Time (%)", PERCENT, "'Time' as a percentage of the group's Total"),
+)
+
+TIME_BREAKDOWN = Rule(
+    name=RULE_NAME,
+    title="HGGC PPU Time Breakdown",
+    help="For all selected devices together ('All'), then per device: eight rows of time from the union of the "
+         "PPU activities (concurrent activities count once). Memcpy operations are memcpy; kernels whose name "
+         "matches the 'communication' regex are communication; other kernels and memsets are computation. "
+         "'linked-only' counts only activities whose launch API call is in the report.",
+    columns=COLUMNS,
+    compute=time_breakdown,
+    reads=("kernels", "memcpy", "memset", "runtime"),
+    requires=("kernels", "memcpy", "memset"),
+    options=(DEVICE, COMMUNICATION_OPTION, LINKED_ONLY),
+)
+
+RULES = [TIME_BREAKDOWN]
