@@ -16,6 +16,16 @@ from asysstats.rules.summary import stat_cells, stat_columns, summarize
 KERNEL_COLUMNS = ("start", "end", "deviceId", "correlationId", "globalPid", "demangledName", "shortName", "mangledName")
 
 
+def kernel_columns(options: Mapping[str, Any], *extra: str) -> tuple[str, ...]:
+    """The kernel columns a rule reads with these name options, and no more (reading is the cost)."""
+    columns = ["start", "end", "deviceId", "demangledName", *extra]
+    if options.get("mangled"):
+        columns.append("mangledName")
+    if options.get("hgtx-name"):
+        columns += ["correlationId", "globalPid"]
+    return tuple(dict.fromkeys(columns))
+
+
 def kernel_names(inputs: Inputs, kernels: EventTable, options: Mapping[str, Any]) -> np.ndarray:
     """Per-kernel name ids in the chosen name mode, prefixed ``<range>/`` with ``hgtx-name``
     (the innermost HGTX range enclosing the launch call, conventions 13)."""
@@ -36,7 +46,7 @@ SUM_COLUMNS = stat_columns("executions of this kernel") + (Column("Name", TEXT, 
 
 
 def kern_sum(inputs: Inputs, options: Mapping[str, Any]) -> dict:
-    kernels = on_devices(inputs.table("kernels", KERNEL_COLUMNS), options["device"])
+    kernels = on_devices(inputs.table("kernels", kernel_columns(options)), options["device"])
     names = kernel_names(inputs, kernels, options)
     groups, stats, order = summarize(inputs.strings, [names], kernels["end"] - kernels["start"], 0)
     frame = stat_cells(SUM_COLUMNS[:-1], stats, order)
