@@ -109,8 +109,7 @@ def grouped_stats(keys: Sequence[np.ndarray], values: np.ndarray) -> tuple[Group
         if shift + max(len(key_values[0]), 1).bit_length() < 63:
             packed = (gid << shift) | (values - low)
             ordered = np.sort(packed)
-            starts = np.flatnonzero(np.diff(ordered >> shift, prepend=-1))
-            bounds = np.append(starts, len(values)).astype(np.int64)
+            bounds = np.concatenate([[0], np.cumsum(np.bincount(gid, minlength=len(key_values[0])))])
             groups = Groups(bounds, key_values, lambda: np.argsort(packed, kind="stable"))
             return groups, stats_of_ordered(bounds, (ordered & ((1 << shift) - 1)) + low)
     groups = group_by(keys, values)

@@ -225,9 +225,13 @@ class Report:
             raise AsysError(f"{self.path}: table {table}, column {col.name}: text where numbers are expected")
         if col.required and column.null_count:
             raise AsysError(f"{self.path}: table {table}, column {col.name}: {column.null_count} NULL values")
-        dtype = np.float64 if col.kind == "float" else np.int64
-        filled = pc.fill_null(column.cast(pa.float64() if col.kind == "float" else pa.int64()), col.fill)
-        return filled.to_numpy().astype(dtype, copy=False)
+        target = pa.float64() if col.kind == "float" else pa.int64()
+        if column.type != target:
+            column = column.cast(target)
+        if column.null_count:
+            column = pc.fill_null(column, col.fill)
+        # a single chunk of a memory-mapped cache file converts without a copy
+        return column.chunk(0).to_numpy() if column.num_chunks == 1 else column.to_numpy()
 
     def _intern_text(self, column: pa.ChunkedArray) -> np.ndarray:
         out = np.full(len(column), -1, dtype=np.int64)
