@@ -10,7 +10,7 @@ import functools
 import cxxfilt
 import numpy as np
 
-from asysstats.io.strings import StringPool
+from asysstats.io.strings import StringPool, distinct
 from asysstats.io.tables import EventTable
 
 NAME_MODES = ("demangled", "base", "mangled")
@@ -97,8 +97,10 @@ def prefixed_ids(pool: StringPool, prefix: np.ndarray, names: np.ndarray, sep: s
     has = prefix >= 0
     if not has.any():
         return out
-    pairs, inverse = np.unique(np.stack([prefix[has], names[has]], axis=1), axis=0, return_inverse=True)
-    texts = pool.lookup(pairs.reshape(-1)).reshape(-1, 2)
+    prefixes, prefix_index = distinct(prefix[has])
+    bases, base_index = distinct(names[has])
+    pairs, inverse = distinct(prefix_index * len(bases) + base_index)
+    texts = zip(pool.lookup(prefixes[pairs // len(bases)]), pool.lookup(bases[pairs % len(bases)]))
     ids = pool.intern(f"{p}{sep}{n}" for p, n in texts)
-    out[has] = ids[inverse.reshape(-1)]
+    out[has] = ids[inverse]
     return out
