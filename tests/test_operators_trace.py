@@ -80,3 +80,6 @@ def test_prefill_and_decode_attention_merge(writer):
     assert [line.split(",")[2:4] for line in separate[1:]] == [["400", "80.0"], ["100", "20.0"]]
     strict = csv(path, "ppu_op_sum:no-merge-flash-attention-prefill-decode-operator:no-merge-flash-attention-parameter")
     assert [line.split(",")[2] for line in strict[1:]] == ["400", "50", "50"]
+    # a range filter does not hide the launch that keeps the second pair apart
+    only = table(csv(path, r"ppu_op_sum:range-include=seqlen_k\:130"))
+    assert [(row[2], row[15]) for row in only] == [("50", f"FMHA:{fmha(1, 130)[16:]}")]

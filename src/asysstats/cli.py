@@ -10,12 +10,14 @@ from typing import Sequence
 
 import click
 
-from asysstats.engine import Inputs, Settings, run_rule
+from asysstats.engine import Inputs, Settings
 from asysstats.errors import AsysError, MissingData
 from asysstats.helptext import rule_help, rules_list
 from asysstats.io.outputs import CONSOLE, deliver, destination
 from asysstats.io.report import open_report
 from asysstats.io.writers import FORMATS, render
+from asysstats.many.paths import expand_reports
+from asysstats.many.session import ManyOptions, close_reports, open_reports
 from asysstats.quality import CHECK
 from asysstats.rules import DEFAULT_STATS, REGISTRY
 from asysstats.rulespec import RuleRequest, parse_pairs, parse_rule_args
@@ -66,7 +68,8 @@ def pad(values: Sequence[str], count: int) -> list[str | None]:
 
 
 def run_requests(command: str, reports: Sequence[str], requests: list[RuleRequest], formats: Sequence[str],
-                 outputs: Sequence[str], force: bool, settings: Settings, default_set: bool, cache: bool) -> None:
+                 outputs: Sequence[str], force: bool, settings: Settings, default_set: bool, cache: bool,
+                 many: ManyOptions = ManyOptions()) -> None:
     rules = [CHECK if (command, r.name) == ("stats", CHECK.name) else REGISTRY.get(r.name, command) for r in requests]
     parsed = [rule.parse_options(r.options) for rule, r in zip(rules, requests)]
     fmts = [parse_format(f) if f else ("column", 1) for f in pad(formats, len(requests))]
@@ -74,7 +77,15 @@ def run_requests(command: str, reports: Sequence[str], requests: list[RuleReques
     for rule in rules:
         if rule.reports == 2 and len(reports) != 2:
             raise AsysError(f"rule '{rule.name}' compares two reports; give a base and a target report")
-    opened = [open_report(p, cache=cache) for p in reports]
+    many.check(rules)
+    opened = open_reports(reports, many, cache, lambda line: click.echo(line, err=True), open_report)
+    try:
+        run_opened(opened, rules, parsed, fmts, outs, force, settings, default_set, many.runner())
+    finally:
+        close_reports(opened)
+
+
+def run_opened(opened, rules, parsed, fmts, outs, force, settings, default_set, run) -> None:
     used: list[Inputs] = []  # their data-quality notes are printed after the run
     for rule, options, (fmt, decimals), out in zip(rules, parsed, fmts, outs):
         sides = [Inputs(r, settings) for r in opened]
@@ -82,20 +93,28 @@ def run_requests(command: str, reports: Sequence[str], requests: list[RuleReques
         targets = [tuple(sides[:2])] if rule.reports == 2 else sides
         for report, inputs in zip(opened, targets):
             try:
-                result = run_rule(rule, options, inputs)
+                result = run(rule, options, inputs)
             except MissingData as exc:
                 if not default_set:
                     raise
                 click.echo(f"SKIPPED: {exc}", err=True)
                 continue
-            dest = destination(out, report.path, rule.name, fmt)
+            several = len(targets) > 1  # one output per report: file names and headings name it
+            dest = destination(per_report(out, report.path) if several else out, report.path, rule.name, fmt)
             shown = "column" if fmt == "xlsx" and dest.kind == CONSOLE else fmt
             content = render(result, shown, decimals)
-            if dest.kind == CONSOLE and shown == "column" and (len(requests) > 1 or default_set):
-                click.echo(f"\n** {rule.title} ({rule.name}):\n")
+            if dest.kind == CONSOLE and shown == "column" and (len(rules) > 1 or default_set or several):
+                click.echo(f"\n** {rule.title} ({rule.name}){f' - {report.path}' if several else ''}:\n")
             deliver(content, dest, force)
     for note in dict.fromkeys(note for side in used for note in side.notes):
         click.echo(f"note: {note}", err=True)
+
+
+def per_report(output: str | None, report: Path) -> str | None:
+    """``<dir>/<prefix>`` for one of several reports: ``<dir>/<prefix>_<report stem>``."""
+    if output in (None, "", "%", "-", ".") or output.startswith("@"):
+        return output
+    return f"{output}{'' if output.endswith('/') else '_'}{report.stem}"
 
 
 def help_requested(command: str, help_reports: str | None, help_report: str | None) -> bool:
@@ -155,6 +174,15 @@ def common_options(func):
                      "utilisations (see docs/operators.md)."),
         click.option("--keep-suspect-events", is_flag=True,
                      help="Keep events with end < start or longer than the capture (left out by default)."),
+        click.option("--merge-reports", is_flag=True, help="Compute the rules over the union of the reports "
+                     "(per-rank reports of one job; runs on Dask, see docs/many-reports.md)."),
+        click.option("--ts-normalize", default="false", metavar="true|false",
+                     help="Timestamps as UTC wall-clock ns (aligns the clocks of several reports)."),
+        click.option("--ts-shift", multiple=True, type=int, metavar="NS",
+                     help="Add NS to the report's timestamps, by position (repeat per report)."),
+        click.option("--scheduler", metavar="tcp://HOST:PORT",
+                     help="Dask scheduler of --merge-reports (default: a local cluster sized to the machine)."),
+        click.option("--skip-bad-reports", is_flag=True, help="Leave out (and name) reports that cannot be read."),
         click.option("--debug", is_flag=True, help="Show a traceback on errors."),
     ]
     for decorator in reversed(decorators):
@@ -164,7 +192,8 @@ def common_options(func):
 
 def execute(command: str, rule_args, reports, formats, outputs, force, filter_time, filter_hgtx, callstack,
             opconfig, kernel_groups, help_reports, help_report, no_cache, keep_suspect_events, check=False,
-            device_spec=None) -> None:
+            device_spec=None, merge_reports=False, ts_normalize="false", ts_shift=(), scheduler=None,
+            skip_bad_reports=False) -> None:
     if help_requested(command, help_reports, help_report):
         return
     if not reports:
@@ -177,8 +206,10 @@ def execute(command: str, rule_args, reports, formats, outputs, force, filter_ti
         requests.insert(0, RuleRequest(CHECK.name))
     settings = settings_from(filter_time, filter_hgtx, callstack, opconfig, kernel_groups, keep_suspect_events,
                              device_spec)
-    run_requests(command, reports, requests, formats, outputs, bool_value(force, "--force-overwrite"),
-                 settings, default_set, cache=not no_cache)
+    many = ManyOptions(merge_reports, bool_value(ts_normalize, "--ts-normalize"), tuple(ts_shift), scheduler,
+                       skip_bad_reports)
+    run_requests(command, expand_reports(reports), requests, formats, outputs, bool_value(force, "--force-overwrite"),
+                 settings, default_set, cache=not no_cache, many=many)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

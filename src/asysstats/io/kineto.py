@@ -1,6 +1,7 @@
 """PyTorch profiler (Kineto) Chrome-trace JSON as a report: the same interface as
 :class:`asysstats.io.report.Report` (``path``, ``dialect``, ``strings``, ``has``, ``load``,
-``physical_tables``, ``close``), over tables built in one streaming pass at open.
+``physical_tables``, ``close``), over tables built in one streaming pass at open, or read
+back from the columnar cache (:mod:`asysstats.io.kineto_cache`).
 
 Field mapping, rounding and what is counted: docs/kineto.md.
 """
@@ -36,7 +37,8 @@ COLLECT = {
 
 
 class KinetoReport:
-    """A Kineto trace (``*.pt.trace.json`` or ``.json.gz``), parsed once when opened."""
+    """A Kineto trace (``*.pt.trace.json`` or ``.json.gz``), parsed once when opened (unless
+    cached: ``cache=False`` neither reads nor writes the cache)."""
 
     dialect = KINETO
 

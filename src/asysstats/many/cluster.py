@@ -55,13 +55,14 @@ class DaskExecutor:
                 self.name = scheduler
             else:
                 self._cluster = LocalCluster(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1,
-                                             processes=processes, dashboard_address=None,
+                                             processes=processes, dashboard_address="127.0.0.1:0",
                                              silence_logs=logging.ERROR)
                 self.client = Client(self._cluster)
                 self.name = f"a local cluster of {len(self._cluster.workers)} workers"
         except (OSError, TimeoutError, ValueError) as exc:
             self.close()
-            raise AsysError(f"--scheduler {scheduler}: cannot connect ({exc})") from None
+            where = f"--scheduler {scheduler}: cannot connect" if scheduler else "cannot start a local Dask cluster"
+            raise AsysError(f"{where} ({exc})") from None
 
     def owners(self, paths: Sequence[str]) -> list[str | None]:
         """Per report, the least loaded worker that can read it (None: no worker can)."""

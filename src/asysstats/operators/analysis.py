@@ -47,8 +47,10 @@ class Analysis:
     id, -1) and ``kcustom``; ``ops``: the operator ranges (:func:`asysstats.hgtx.all_ranges`
     rows) plus per-range ``type``/``key``/``display`` ids, ``layer``, ``claim``, ``parsed``
     (index into ``parsed``) and the work columns; ``outer``: per claim class and per layer
-    (keys ``"F"``, ``"L"``) the outermost operator range of each activity (-1: none);
-    ``merged_into``: each range's operator (itself, or its prefill partner)."""
+    (keys ``"F"``, ``"L"``) the outermost operator range of each activity (-1: none), and
+    under ``(key, "graph")`` whether graph mapping alone links them; ``merged_into``: each
+    range's operator (itself, or its prefill partner); ``pairs``: every correlated
+    (operator range, activity) pair."""
 
     inputs: Inputs
     acts: EventTable
@@ -61,34 +63,41 @@ class Analysis:
 
 
 def analyse(inputs: Inputs, options: Mapping[str, Any], mode: str = "demangled") -> Analysis:
+    """Recognise, correlate and rank the operators of one report (``mode``: kernel names)."""
     inputs.require("kernels", "memcpy", "memset")
     rules = custom_rules(inputs.settings.ppu_op_config)
     types = type_filter(options.get("op"), rules)
     graph = not options.get("no-graph-mapping", False)
-    acts = load_activities(inputs, options.get("device"), mode)
-    acts = acts.take(range_filter(inputs, acts, options, graph))
+    every = load_activities(inputs, options.get("device"), mode)
+    acts = every.take(range_filter(inputs, every, options, graph))
     ktype, kcustom = classify_kernels(inputs.strings, np.where(acts["kind"] == 0, acts["raw"], -1), rules, types)
     acts = acts.with_columns(ktype=ktype, kcustom=kcustom)
-    ranges = all_ranges(inputs.report)
-    index, parsed = recognise_ranges(inputs.strings, ranges, rules, types)
-    ops = ranges.take(np.flatnonzero(index >= 0))
-    index = index[index >= 0]
-    per_text = parsed_ids(inputs.strings, parsed, options)
-    columns = {k: v[index] if len(v) else np.empty(0, np.int64) for k, v in per_text.items()}
-    works = work_arrays([work_of(p) if p.claim != FRAMEWORK_CLAIM else None for p in parsed])
-    columns.update({k: v[index] for k, v in works.items()})
-    columns["layer"] = np.array([p.layer for p in parsed], dtype=np.int64)[index] if parsed else index
-    columns["claim"] = np.array([p.claim for p in parsed], dtype=np.int64)[index] if parsed else index
-    ops = ops.with_columns(parsed=index, **columns)
+    ops, parsed = operator_ranges(inputs, rules, types, options)
     pairs = correlate(inputs.report, ops, acts, graph)
     outer = outermost(pairs, ops, ops["claim"], acts.rows, (CUSTOM, LIBRARY_CLAIM, FRAMEWORK_CLAIM))
-    by_layer = outermost(pairs, ops, ops["layer"], acts.rows, (FRAMEWORK, LIBRARY))
-    outer.update({"F": by_layer[FRAMEWORK], "L": by_layer[LIBRARY], ("F", "graph"): by_layer[FRAMEWORK, "graph"],
-                  ("L", "graph"): by_layer[LIBRARY, "graph"]})
+    for name, layer in (("F", FRAMEWORK), ("L", LIBRARY)):
+        by_layer = outermost(pairs, ops, ops["layer"], acts.rows, (layer,))
+        outer[name], outer[name, "graph"] = by_layer[layer], by_layer[layer, "graph"]
     merged_into = np.arange(ops.rows)
     if not options.get(PREFILL_DECODE_OPTION, False):
-        ops, merged_into = merge_prefill_decode(inputs, ops, parsed, acts)
+        ops, merged_into = merge_prefill_decode(inputs, ops, parsed, every)
     return Analysis(inputs, acts, ops, parsed, pairs, outer, merged_into, types)
+
+
+def operator_ranges(inputs: Inputs, rules: tuple, types: TypeFilter,
+                    options: Mapping[str, Any]) -> tuple[EventTable, list[Parsed]]:
+    """The recognised ranges with their ``parsed`` index, ``type``/``key``/``display`` ids,
+    ``layer``, ``claim`` class and work columns (library and custom operators only: a
+    framework operator rarely holds the kernels its parameters describe)."""
+    ranges = all_ranges(inputs.report)
+    index, parsed = recognise_ranges(inputs.strings, ranges, rules, types)
+    per_text = parsed_ids(inputs.strings, parsed, options)
+    per_text.update(work_arrays([work_of(p) if p.claim != FRAMEWORK_CLAIM else None for p in parsed]))
+    per_text["layer"] = np.array([p.layer for p in parsed], dtype=np.int64)
+    per_text["claim"] = np.array([p.claim for p in parsed], dtype=np.int64)
+    keep = index >= 0
+    index = index[keep]
+    return ranges.take(keep).with_columns(parsed=index, **{k: v[index] for k, v in per_text.items()}), parsed
 
 
 def outermost(pairs: Pairs, ops: EventTable, klass: np.ndarray, n_acts: int, classes: tuple) -> dict:
@@ -128,7 +137,8 @@ def instance_ids(an: "Analysis", rows: np.ndarray, graph: np.ndarray, act: np.nd
 def merge_prefill_decode(inputs: Inputs, ops: EventTable, parsed: list[Parsed],
                          acts: EventTable) -> tuple[EventTable, np.ndarray]:
     """Pair each prefill attention range with the decode one that follows it on its thread
-    with no launch in between; the decode range's operator becomes the prefill's."""
+    with no launch (of any of ``acts``, before range filters) in between; the decode range's
+    operator becomes the prefill's."""
     merged_into = np.arange(ops.rows)
     flash = np.array([p.family == "flash" and p.layer == LIBRARY for p in parsed], dtype=bool)
     decode = np.array([bool(p.params.get("decode")) for p in parsed], dtype=bool)

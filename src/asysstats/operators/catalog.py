@@ -22,7 +22,7 @@ from asysstats.regexes import compile_user_regex
 
 GEMM, FLASH_ATTENTION, MOE, PCCL, PYTORCH, OTHERS = "GEMM", "FlashAttention", "MoE", "PCCL", "PyTorch", "others"
 BUILTIN_TYPES = (GEMM, FLASH_ATTENTION, MOE, PCCL, PYTORCH)
-FRAMEWORK, LIBRARY, KERNEL = 0, 1, 2  # layers of the breakdown rules
+FRAMEWORK, LIBRARY = 0, 1  # operator layers of the breakdown rules (kernels are the third)
 
 # ``[LIB] --format=...`` ranges: library name (lower case) -> operator type.
 LIBRARIES = {"acblas": GEMM, "cublas": GEMM, "deepgemm": GEMM, "fmha": FLASH_ATTENTION, "mla": FLASH_ATTENTION,
@@ -77,9 +77,6 @@ class DeviceSpec:
     fp8: float = math.nan
     int8: float = math.nan
     estimate: bool = False
-
-    def peak(self, field: str) -> float:
-        return getattr(self, field)
 
 
 T, TB = 1e12, 1e12

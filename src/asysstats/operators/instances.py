@@ -1,9 +1,9 @@
 """Operator instances of the flat rules (sum, type sum, trace, unit test) and their groups.
 
 Every analysed activity is claimed by at most one operator (the order of
-:mod:`analysis`). An annotated operator instance is one range (a prefill+decode pair is
-one instance); an operator recognised from a kernel name, or an ``others`` kernel, is one
-kernel. An instance lasts from its first activity's start to its last activity's end; its
+:mod:`analysis`). An annotated operator instance is one range (a graph-mapped range:
+one per graph launch; a prefill+decode pair: one); an operator recognised from a kernel
+name, or an ``others`` kernel, is one kernel. An instance lasts from its first activity's start to its last activity's end; its
 PPU active time is the union of its activities. Instances with equal type and merge key
 form a group, shown with the name of its earliest instance.
 """

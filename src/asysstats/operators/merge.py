@@ -25,7 +25,6 @@ FAMILY_OPTIONS = {"pytorch": "no-merge-pytorch-parameter", "gemm": "no-merge-gem
                   "flash": "no-merge-flash-attention-parameter", "moe": "no-merge-moe-parameter",
                   "pccl": "no-merge-communication-parameter"}
 PREFILL_DECODE_OPTION = "no-merge-flash-attention-prefill-decode-operator"
-MERGE_OPTIONS = (PREFILL_DECODE_OPTION,) + tuple(FAMILY_OPTIONS.values())
 
 
 def merge_key(parsed: Parsed, options: Mapping[str, Any]) -> str:

@@ -121,6 +121,6 @@ def torch_op(p: dict) -> tuple[list[str] | None, str]:
 
 
 def test_name(entry: Entry) -> str:
-    short = entry.name.split(",")[0].split(" --format")[0]
+    short = re.split(r"[,\[]", entry.name)[0]
     slug = re.sub(r"\W+", "_", short).strip("_").lower()[:40] or "op"
     return f"test_{entry.rank:03d}_{slug}"

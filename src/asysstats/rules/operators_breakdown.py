@@ -23,6 +23,7 @@ from asysstats.registry import INT, NAME_OPTIONS, NO_GRAPH_MAPPING, PERCENT, ROW
 from asysstats.rules.operators_common import ALL_MERGES, OP, READS, REQUIRES, SCOPE, order_by
 
 ORDERS = ("time", "avg", "instances", "name")
+LEVEL_ORDER = "at every level, by time, avg or instances descending, or by name ascending"
 NS = 1e-9
 
 
@@ -55,10 +56,9 @@ def percent(time: np.ndarray, total: float) -> np.ndarray:
 
 def kernel_breakdown(inputs: Inputs, options: Mapping[str, Any]) -> dict:
     b = breakdown(analyse(inputs, options, name_mode(options)))
-    k_of = np.r_[np.arange(len(b.k["l"])), np.full(0, -1)]
     empty = np.setdiff1d(np.arange(len(b.l["f"])), b.k["l"])  # library groups without kernels (Idle)
     l_of = np.r_[b.k["l"], empty].astype(np.int64)
-    k_of = np.r_[k_of, np.full(len(empty), -1)].astype(np.int64)
+    k_of = np.r_[np.arange(len(b.k["l"])), np.full(len(empty), -1)].astype(np.int64)
     f_of = b.l["f"][l_of]
     order = nested_order(inputs, b, f_of, l_of, k_of, options.get("order-by") or "time")
     f_of, l_of, k_of = f_of[order], l_of[order], k_of[order]
@@ -90,8 +90,7 @@ KERNEL_COLUMNS = (
     Column("Instances", INT, "Number of instances of the kernel"),
 )
 BREAKDOWN_HELP = ("Total Time is the sum of the top-level operators' times; 'Native' stands for a missing parent "
-                  "operator, 'Idle' for time inside a parent when no child runs. order-by: time (default), avg, "
-                  "instances (descending), name (ascending), applied at every level.")
+                  "operator, 'Idle' for time inside a parent when no child runs.")
 
 KERNEL_BREAKDOWN = Rule(
     name="ppu_op_kernel_breakdown",
@@ -102,7 +101,7 @@ KERNEL_BREAKDOWN = Rule(
     compute=kernel_breakdown,
     reads=READS,
     requires=REQUIRES,
-    options=(ROWS,) + SCOPE + NAME_OPTIONS + (OP, order_by(ORDERS, "time", "|".join(ORDERS)), NO_GRAPH_MAPPING)
+    options=(ROWS,) + SCOPE + NAME_OPTIONS + (OP, order_by(ORDERS, "time", LEVEL_ORDER), NO_GRAPH_MAPPING)
     + ALL_MERGES,
     share="Kernel Time (%)",
 )
@@ -167,7 +166,7 @@ OP_BREAKDOWN = Rule(
     compute=op_breakdown,
     reads=READS,
     requires=REQUIRES,
-    options=(ROWS,) + SCOPE + (OP, order_by(ORDERS, "time", "|".join(ORDERS)), NO_GRAPH_MAPPING) + ALL_MERGES,
+    options=(ROWS,) + SCOPE + (OP, order_by(ORDERS, "time", LEVEL_ORDER), NO_GRAPH_MAPPING) + ALL_MERGES,
     share="Library Time (%)",
 )
 

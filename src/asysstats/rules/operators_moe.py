@@ -74,10 +74,7 @@ def moe_frame(inputs: Inputs, options: Mapping[str, Any]) -> dict:
     head = head[np.r_[True, inst[head][1:] != inst[head][:-1]]] if len(head) else head
     source, device = r[head], acts["deviceId"][a[head]]
     first, second = unit_times(gemm_units(an)[a], inst, acts["start"][a], duration, n)
-    works = [moe_work(an.parsed[p].params) for p in ops["parsed"][source]]
-    flops = np.array([[w[0].flops, w[1].flops] if w else [np.nan] * 2 for w in works]).reshape(n, 2)
-    load = np.array([[w[0].load, w[1].load] if w else [np.nan] * 2 for w in works]).reshape(n, 2)
-    store = np.array([[w[0].store, w[1].store] if w else [np.nan] * 2 for w in works]).reshape(n, 2)
+    flops, load, store = gemm_works(an, ops["parsed"][source])
     peak, bandwidth = peak_arrays(inputs, device, np.full(n, "bf16", dtype=object), np.ones(n, dtype=bool))
     groups, stats = grouped_stats([ops["key"][source]], time.astype(np.int64))
     label = groups.label() if n else np.empty(0, np.int64)
@@ -98,6 +95,17 @@ def moe_frame(inputs: Inputs, options: Mapping[str, Any]) -> dict:
                 frame[f"{name} {column} Util (%)"] = np.where(seconds > 0, 100.0 * used / seconds, np.nan)
     order = sorted_order(inputs.strings, frame["Total Time (ns)"], True, frame["OP Name"], frame["OP Key"])
     return {k: np.asarray(v)[order] for k, v in frame.items()}
+
+
+def gemm_works(an: Analysis, parsed: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """FLOPs, bytes read and bytes written of (GEMM1, GEMM2) per instance (n x 2 each)."""
+    uniq, inverse = np.unique(parsed, return_inverse=True)
+    rows = []
+    for index in uniq.tolist():
+        pair = moe_work(an.parsed[index].params)
+        rows.append([getattr(w, f) for f in ("flops", "load", "store") for w in pair] if pair else [np.nan] * 6)
+    table = np.array(rows, dtype=np.float64).reshape(-1, 6)[inverse.reshape(-1)]
+    return table[:, 0:2], table[:, 2:4], table[:, 4:6]
 
 
 def unit_times(unit: np.ndarray, inst: np.ndarray, start: np.ndarray, duration: np.ndarray,

@@ -82,13 +82,13 @@ OP_SUM = Rule(
     help="PPU operators (from HGTX annotations and kernel names) grouped by type and parameters, minor parameter "
          "differences merged; time = first to last correlated PPU activity per instance; utilisations from "
          "the operator's FLOPs and bytes over the device peaks. Sorted by order-by (default total time), "
-         "then name. order-by: " + "|".join(SUM_ORDER) + ".",
+         "then name.",
     columns=SUM_COLUMNS,
     compute=op_sum_frame,
     reads=READS,
     requires=REQUIRES,
-    options=(ROWS,) + SCOPE + (OP, order_by(SUM_ORDER, "total", "|".join(SUM_ORDER) + " (descending; name and "
-                                            "type ascending)"), NO_GRAPH_MAPPING) + ALL_MERGES,
+    options=(ROWS,) + SCOPE + (OP, order_by(SUM_ORDER, "total", "by that column, descending (name and type: "
+                                            "ascending)"), NO_GRAPH_MAPPING) + ALL_MERGES,
     share="Total Time (ns)",
 )
 

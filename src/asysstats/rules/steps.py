@@ -20,7 +20,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from asysstats.compute.intervals import cumulative_cover, difference, union
+from asysstats.compute.intervals import cumulative_cover, difference
 from asysstats.correlate import activity_table, correlate, ppu_activities, project
 from asysstats.engine import Inputs
 from asysstats.hgtx import load_ranges
@@ -63,18 +63,25 @@ def bucket_segments(activities: EventTable, communication: np.ndarray) -> list[t
     return out
 
 
+def communication_mask(inputs: Inputs, activities: EventTable, options: Mapping[str, Any]) -> np.ndarray:
+    """Which rows of ``ppu_activities`` are communication kernels (its kernels come first, in
+    the order of :func:`activity_table`)."""
+    out = np.zeros(activities.rows, dtype=bool)
+    if inputs.has("kernels"):
+        kernels = activity_table(inputs, "kernels", KERNEL_COLUMNS, options["device"])
+        assert kernels.rows == np.count_nonzero(activities["kind"] == 0)
+        names = kernel_name_ids(inputs.strings, kernels, "demangled")
+        out[:kernels.rows] = is_communication(inputs.strings, names, options, RULE_NAME)
+    return out
+
+
 def step_sum(inputs: Inputs, options: Mapping[str, Any]) -> dict:
     ranges = load_ranges(inputs)
     pattern = options.get("range") or DEFAULT_STEP
     ranges = ranges.take(name_matches(inputs.strings, ranges["name"], pattern, f"rule '{RULE_NAME}': option 'range'"))
     ranges = ranges.take(np.lexsort((ranges["end"], ranges["start"], ranges["globalTid"])))
-    devices = options["device"]
-    activities = ppu_activities(inputs, devices)
-    kernels = activity_table(inputs, "kernels", KERNEL_COLUMNS + ("graphNodeId",), devices) if inputs.has("kernels") \
-        else EventTable({c: np.empty(0, np.int64) for c in KERNEL_COLUMNS})
-    communication = np.zeros(activities.rows, dtype=bool)  # the kernels come first in ppu_activities
-    communication[:kernels.rows] = is_communication(inputs.strings, kernel_name_ids(inputs.strings, kernels, "demangled"),
-                                                    options, RULE_NAME)
+    activities = ppu_activities(inputs, options["device"])
+    communication = communication_mask(inputs, activities, options)
     proj = project(correlate(inputs.report, ranges, activities, not options["no-graph-mapping"]),
                    activities, ranges.rows)
     start, end = step_windows(ranges, proj.end, proj.count > 0)

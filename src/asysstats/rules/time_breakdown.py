@@ -62,7 +62,8 @@ def bucketed_activities(inputs: Inputs, options: Mapping[str, Any]) -> dict[str,
     names = kernel_name_ids(inputs.strings, kernels, "demangled")
     communication = is_communication(inputs.strings, names, options, RULE_NAME)
     parts = [(kernels, np.where(communication, COMMUNICATION, COMPUTATION)),
-             (inputs.table("memcpy", ACTIVITY_COLUMNS), MEMCPY), (inputs.table("memset", ACTIVITY_COLUMNS), COMPUTATION)]
+             (inputs.table("memcpy", ACTIVITY_COLUMNS), MEMCPY),
+             (inputs.table("memset", ACTIVITY_COLUMNS), COMPUTATION)]
     calls = runtime_calls(inputs.report) if options["linked-only"] else None
     out: dict[str, list[np.ndarray]] = {"start": [], "end": [], "deviceId": [], "bucket": []}
     for table, bucket in parts:
