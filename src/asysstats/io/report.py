@@ -230,8 +230,7 @@ class Report:
             column = column.cast(target)
         if column.null_count:
             column = pc.fill_null(column, col.fill)
-        # a single chunk of a memory-mapped cache file converts without a copy
-        return column.chunk(0).to_numpy() if column.num_chunks == 1 else column.to_numpy()
+        return to_numpy(column, np.dtype(np.float64 if col.kind == "float" else np.int64))
 
     def _intern_text(self, column: pa.ChunkedArray) -> np.ndarray:
         out = np.full(len(column), -1, dtype=np.int64)
@@ -274,6 +273,16 @@ def open_report(path: str | os.PathLike[str], cache: bool = True) -> "Report | K
     if Path(path).is_file() and looks_like_json_trace(Path(path)):
         return KinetoReport(path, cache=cache)
     return Report(path, cache=cache)
+
+
+def to_numpy(column: pa.ChunkedArray, dtype: np.dtype) -> np.ndarray:
+    """The values of a NULL-free fixed-width column as numpy, without a copy for a single
+    chunk (a memory-mapped cache file) and without pyarrow's pandas-importing converter."""
+    parts = [np.frombuffer(chunk.buffers()[1], dtype=dtype, count=len(chunk), offset=chunk.offset * dtype.itemsize)
+             for chunk in column.chunks if len(chunk)]
+    if not parts:
+        return np.empty(0, dtype=dtype)
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
 
 def derive_ids(table: EventTable) -> EventTable:
