@@ -11,7 +11,7 @@ from typing import Sequence
 import click
 
 from asysstats.engine import Inputs, Settings
-from asysstats.errors import AsysError, MissingData
+from asysstats.errors import AsysError, MissingData, OutputClosed
 from asysstats.helptext import rule_help, rules_list
 from asysstats.io.outputs import CONSOLE, deliver, destination
 from asysstats.io.report import open_report
@@ -104,7 +104,7 @@ def run_opened(opened, rules, parsed, fmts, outs, force, settings, default_set, 
             shown = "column" if fmt == "xlsx" and dest.kind == CONSOLE else fmt
             content = render(result, shown, decimals)
             if dest.kind == CONSOLE and shown == "column" and (len(rules) > 1 or default_set or several):
-                click.echo(f"\n** {rule.title} ({rule.name}){f' - {report.path}' if several else ''}:\n")
+                deliver(f"\n** {rule.title} ({rule.name}){f' - {report.path}' if several else ''}:\n\n", dest, force)
             deliver(content, dest, force)
     for note in dict.fromkeys(note for side in used for note in side.notes):
         click.echo(f"note: {note}", err=True)
@@ -299,7 +299,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     except click.ClickException as exc:
         click.echo(f"error: {one_line(exc.format_message())}", err=True)
         sys.exit(2)
-    except BrokenPipeError:
+    except (BrokenPipeError, OutputClosed):
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         sys.exit(0)

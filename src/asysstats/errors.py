@@ -7,3 +7,7 @@ class AsysError(Exception):
 
 class MissingData(AsysError):
     """None of the tables a rule reads exist in the report."""
+
+
+class OutputClosed(Exception):
+    """The console's reader went away (``asys stats ... | head``): stop quietly, exit 0."""

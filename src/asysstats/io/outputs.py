@@ -14,7 +14,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from asysstats.errors import AsysError
+from asysstats.errors import AsysError, OutputClosed
 
 CONSOLE = "console"
 PIPE = "pipe"
@@ -48,8 +48,11 @@ def destination(output: str | None, report: Path, rule: str, fmt: str) -> Destin
 def deliver(content: str | bytes, dest: Destination, force: bool) -> None:
     data = content.encode("utf-8") if isinstance(content, str) else content
     if dest.kind == CONSOLE:
-        sys.stdout.write(content if isinstance(content, str) else data.decode("utf-8", "replace"))
-        sys.stdout.flush()
+        try:
+            sys.stdout.write(content if isinstance(content, str) else data.decode("utf-8", "replace"))
+            sys.stdout.flush()
+        except BrokenPipeError as exc:  # raised as our own error, which click does not turn into exit 1
+            raise OutputClosed() from exc
     elif dest.kind == PIPE:
         sys.stdout.flush()
         done = subprocess.run(dest.target, shell=True, input=data, check=False)
