@@ -26,8 +26,14 @@ class Run:
     err: str
 
 
+REPORT_SUFFIXES = (".asysrep", ".sqlite", ".sqlite3", ".db", ".json", ".gz")
+
+
 def run_cli(*args: str | os.PathLike) -> Run:
-    """Run ``asys`` in-process; the exit status, stdout and stderr."""
+    """Run ``asys`` in-process; the exit status, stdout and stderr. Every report given is
+    checked to be untouched afterwards (bytes and modification time), whatever the outcome."""
+    reports = [Path(a) for a in args if str(a).endswith(REPORT_SUFFIXES) and Path(a).is_file()]
+    before = {path: fingerprint(path) for path in reports}
     out, err = io.StringIO(), io.StringIO()
     code = 0
     with redirect_stdout(out), redirect_stderr(err):
@@ -35,6 +41,8 @@ def run_cli(*args: str | os.PathLike) -> Run:
             main([str(a) for a in args])
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else 1
+    for path, state in before.items():
+        assert fingerprint(path) == state, f"{path} was modified by asys {' '.join(map(str, args))}"
     return Run(code, out.getvalue(), err.getvalue())
 
 

@@ -72,7 +72,7 @@ def readable_file(path: Path) -> Path:
         con = sqlite3.connect(copy)
         con.execute("PRAGMA journal_mode=DELETE")
         con.close()
-    except sqlite3.DatabaseError as exc:
+    except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:  # a damaged schema may not decode
         raise AsysError(f"{path}: unreadable SQLite database ({exc})") from exc
     return copy
 
@@ -90,7 +90,7 @@ class Report:
             self._con = sqlite3.connect(uri, uri=True, check_same_thread=False, timeout=LOCK_TIMEOUT_S)
             self._con.text_factory = lambda b: b.decode("utf-8", errors="replace")
             names = [r[0] for r in self._con.execute("SELECT name FROM sqlite_master WHERE type='table'")]
-        except sqlite3.DatabaseError as exc:
+        except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:  # a damaged schema may not decode
             raise AsysError(f"{self.path}: unreadable SQLite database ({exc})") from exc
         except OSError as exc:
             raise AsysError(f"{self.path}: cannot read ({exc})") from exc
@@ -256,7 +256,7 @@ class Report:
     def _query(self, table: str, sql: str, params: Sequence[object] = ()) -> list[tuple]:
         try:
             return self._con.execute(sql, params).fetchall()
-        except sqlite3.DatabaseError as exc:
+        except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:  # a damaged schema may not decode
             raise AsysError(f"{self.path}: cannot read table {table} ({exc})") from exc
 
     def scalar(self, table: str, sql: str) -> object:
