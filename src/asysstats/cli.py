@@ -117,6 +117,18 @@ def per_report(output: str | None, report: Path) -> str | None:
     return f"{output}{'' if output.endswith('/') else '_'}{report.stem}"
 
 
+FORMATS_HELP = """The following output formats are available (--format NAME[:ratio=.N%]):
+
+    column  aligned, human-readable table (the console default)
+    csv     comma-separated values, text quoted, each line ending with ',' (the file default)
+    json    a list of row objects with typed values (null for '-')
+    xlsx    spreadsheet, one sheet per rule, typed cells, a pie chart of the share column
+    py      the generated script of ppu_op_unit_test
+
+    ratio=.N%  decimals of percentage columns: %, .1% (default), .2% or .3%
+"""
+
+
 def help_requested(command: str, help_reports: str | None, help_report: str | None) -> bool:
     if help_report:
         click.echo(rule_help(REGISTRY.get(help_report, command)))
@@ -166,8 +178,10 @@ def common_options(func):
         click.option("--callstack-group-config", "callstack", multiple=True, help="group=frame_re/frame_re/..."),
         click.option("--ppu-op-config", "opconfig", multiple=True, help="Type=kernel:<re> or Type=hgtx:<re>."),
         click.option("--kernel-group-config", "kernel_groups", multiple=True, help="name=regex, or @file."),
-        click.option("--help-reports", is_flag=False, flag_value="ALL", default=None, metavar="[ALL|name]",
-                     help="List the rules, or show one rule's help."),
+        click.option("--help-reports", "--help-rules", "help_reports", is_flag=False, flag_value="ALL", default=None,
+                     metavar="[ALL|name]", help="List the rules, or show one rule's help."),
+        click.option("--help-formats", is_flag=False, flag_value="ALL", default=None, metavar="[ALL]",
+                     help="List the output formats and their options."),
         click.option("--help-report", metavar="name", help="Show one rule's options and output columns."),
         click.option("--no-cache", is_flag=True, help="Do not read or write the columnar cache."),
         click.option("--device-spec", metavar="FILE", help="JSON peak figures of devices for the operator "
@@ -191,9 +205,12 @@ def common_options(func):
 
 
 def execute(command: str, rule_args, reports, formats, outputs, force, filter_time, filter_hgtx, callstack,
-            opconfig, kernel_groups, help_reports, help_report, no_cache, keep_suspect_events, check=False,
+            opconfig, kernel_groups, help_reports, help_report, help_formats, no_cache, keep_suspect_events, check=False,
             device_spec=None, merge_reports=False, ts_normalize="false", ts_shift=(), scheduler=None,
             skip_bad_reports=False) -> None:
+    if help_formats:
+        click.echo(FORMATS_HELP)
+        return
     if help_requested(command, help_reports, help_report):
         return
     if not reports:
