@@ -31,3 +31,10 @@ def test_help_formats():
 def test_help_report_of_unknown_rule_is_an_error():
     run = run_cli("stats", "--help-report", "nope")
     assert run.code == 2 and "unknown rule 'nope'" in run.err
+
+
+def test_compare_reads_device_specs(tmp_path):
+    spec = tmp_path / "devices.json"
+    spec.write_text("not json")
+    run = run_cli("compare", "--device-spec", spec, tmp_path / "a.asysrep", tmp_path / "b.asysrep")
+    assert run.code == 2 and run.err.count("\n") == 1 and "--device-spec" in run.err

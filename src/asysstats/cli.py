@@ -267,13 +267,15 @@ def analyze(rule_args, **kwargs) -> None:
               help="Exit 1 when the target's total time exceeds the base's by more than PERCENT.")
 @click.option("--fail-on", default="ppu_kernel_summary_compare", metavar="RULE",
               help="The comparison whose total --fail-if-slower checks (default: ppu_kernel_summary_compare).")
+@click.option("--device-spec", metavar="FILE", help="JSON peak figures of devices (see docs/operators.md).")
 @click.option("--no-cache", is_flag=True, help="Do not read or write the columnar cache.")
 @click.option("--debug", is_flag=True, help="Show a traceback on errors.")
-def compare(base, target, output, force, filter_hgtx, opconfig, fail_if_slower, fail_on, no_cache, debug) -> None:
+def compare(base, target, output, force, filter_hgtx, opconfig, fail_if_slower, fail_on, device_spec, no_cache,
+            debug) -> None:
     """Compare TARGET with BASE: the default comparison set, a console summary and CSV files."""
     from asysstats.compare import run_compare
 
-    settings = settings_from(None, filter_hgtx, (), opconfig, ())
+    settings = settings_from(None, filter_hgtx, (), opconfig, (), device_spec=device_spec)
     text, status = run_compare(base, target, output, bool_value(force, "--force-overwrite"), settings,
                                fail_if_slower, fail_on, cache=not no_cache)
     click.echo(text, nl=False)
