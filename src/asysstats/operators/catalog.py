@@ -18,7 +18,7 @@ from pathlib import Path
 import regex
 
 from asysstats.errors import AsysError
-from asysstats.regexes import compile_user_regex
+from asysstats.regexes import MATCH_TIMEOUT_S, compile_user_regex
 
 GEMM, FLASH_ATTENTION, MOE, PCCL, PYTORCH, OTHERS = "GEMM", "FlashAttention", "MoE", "PCCL", "PyTorch", "others"
 BUILTIN_TYPES = (GEMM, FLASH_ATTENTION, MOE, PCCL, PYTORCH)
@@ -112,7 +112,7 @@ def find_device(name: str | None, extra: tuple[DeviceSpec, ...] = ()) -> DeviceS
     if not name:
         return None
     for spec in extra + BUILTIN_DEVICES:
-        if regex.search(spec.match, name, regex.IGNORECASE):
+        if regex.search(spec.match, name, regex.IGNORECASE, timeout=MATCH_TIMEOUT_S):
             return spec
     return None
 
