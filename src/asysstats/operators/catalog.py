@@ -37,8 +37,8 @@ AUTOGRAD_FIELDS = ("seq", "op_id", "sizes", "input_op_ids")
 KERNEL_TYPES = (
     (PCCL, re.compile(r"^(?:void\s+)?(?:pccl|nccl)", re.IGNORECASE)),  # conventions 18
     (MOE, re.compile(r"fused_moe|marlin_moe|moe_wna16", re.IGNORECASE)),
-    (FLASH_ATTENTION, re.compile(r"flash|fmha", re.IGNORECASE)),
-    (GEMM, re.compile(r"gemm|cublas|cutlass|nvjet", re.IGNORECASE)),
+    (FLASH_ATTENTION, re.compile(r"flash|fmha|^attn_fwd|^_?attn_bwd", re.IGNORECASE)),
+    (GEMM, re.compile(r"gemm|cublas|cutlass|nvjet|^Cijk_|hipblaslt|rocblas", re.IGNORECASE)),
 )
 
 # Data types: normalised name -> (element bytes, peak field). Spellings are mapped by ``dtype_of``.

@@ -85,8 +85,19 @@ def flat_instances(an: Analysis) -> Instances:
     def pick(column: str, fallback: np.ndarray) -> np.ndarray:
         return np.where(ranged, ops[column][row], fallback) if ops.rows else fallback
 
-    table = {"type": pick("type", ktype), "key": pick("key", acts["raw"][kernel]),
-             "display": pick("display", acts["raw"][kernel]), "opid": pick("rangeId", acts["aid"][kernel]),
+    # A kernel recognised by its name inside a framework operator (a GEMM under aten::linear)
+    # is named and keyed by that operator, so that the same operator matches across vendors
+    # whose kernels differ.
+    framework = an.outer[FRAMEWORK_CLAIM][kernel] if ops.rows else np.full(n, -1)
+    inside = ~ranged & (framework >= 0) & (acts["ktype"][kernel] >= 0)
+
+    def named(column: str) -> np.ndarray:
+        fallback = np.where(inside, ops[column][np.maximum(framework, 0)], acts["raw"][kernel]) if ops.rows \
+            else acts["raw"][kernel]
+        return pick(column, fallback)
+
+    table = {"type": pick("type", ktype), "key": named("key"),
+             "display": named("display"), "opid": pick("rangeId", acts["aid"][kernel]),
              "start": start[head], "end": last_end, "active": covered_length_by_group(label, start, end, n),
              "device": acts["deviceId"][kernel], "pid": acts["pid"][kernel], "source": source}
     for column in WORK_FIELDS:
