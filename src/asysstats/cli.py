@@ -15,6 +15,7 @@ from asysstats.errors import AsysError, MissingData, OutputClosed
 from asysstats.helptext import rule_help, rules_list
 from asysstats.io.outputs import CONSOLE, deliver, destination
 from asysstats.io.report import open_report
+from asysstats.progress import progress
 from asysstats.io.writers import FORMATS, render
 from asysstats.many.paths import expand_reports
 from asysstats.many.session import ManyOptions, close_reports, open_reports
@@ -93,7 +94,8 @@ def run_opened(opened, rules, parsed, fmts, outs, force, settings, default_set, 
         targets = [tuple(sides[:2])] if rule.reports == 2 else sides
         for report, inputs in zip(opened, targets):
             try:
-                result = run(rule, options, inputs)
+                with progress(f"{rule.name} on {report.path.name}"):
+                    result = run(rule, options, inputs)
             except MissingData as exc:
                 if not default_set:
                     raise
