@@ -19,8 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from asysstats.compute.intervals import covered_length_sorted, enclosing_pairs
-from asysstats.hgtx import (  # noqa: F401  (innermost_range_names is re-exported)
-    find_filter_range, in_window, innermost_range_names, launch_rows, lookup, pair_key, runtime_calls, trusted)
+from asysstats.hgtx import find_filter_range, in_window, launch_rows, lookup, pair_key, runtime_calls, trusted
 from asysstats.io.tables import EventTable, empty_table
 
 if TYPE_CHECKING:

@@ -50,7 +50,7 @@ class ColumnCache:
                     pass
                 shutil.rmtree(self.folder, ignore_errors=True)
             self.folder.mkdir(parents=True, exist_ok=True)
-            _atomic_write(stamp_file, json.dumps(self._stamp).encode())
+            write_atomically(stamp_file, json.dumps(self._stamp).encode(), force=True)
             return True
         except OSError:
             return False
@@ -91,6 +91,3 @@ class ColumnCache:
         for path in self.folder.glob(f"{table}.*.arrow"):
             path.unlink(missing_ok=True)
 
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    write_atomically(path, data, force=True)

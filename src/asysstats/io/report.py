@@ -15,7 +15,7 @@ import tempfile
 import urllib.parse
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import TYPE_CHECKING, Iterable, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -26,6 +26,9 @@ from asysstats.io.cache import ColumnCache
 from asysstats.io.schema import ASYSREP, DIALECT_MARKERS, NSYS, TABLES, Col, TableSpec
 from asysstats.io.strings import StringPool
 from asysstats.io.tables import EventTable
+
+if TYPE_CHECKING:
+    from asysstats.io.kineto import KinetoReport
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 LOCK_TIMEOUT_S = 2.0  # how long to wait for a writer's lock before giving up
@@ -152,21 +155,21 @@ class Report:
 
     def _load_physical(self, spec: TableSpec, table: str, cols: list[Col]) -> EventTable:
         columns = self._cached(table, cols)
-        if len({len(v) for v in columns.values()}) > 1:  # an inconsistent cache entry: read again
-            self._column_cache.drop(table)  # type: ignore[union-attr]
-            columns = {}
         missing = [c for c in cols if c.name not in columns]
         if missing:
-            arrow = self._read_arrow(table, self._select(table, missing), missing)
-            for col in missing:
-                columns[col.name] = arrow.column(col.name)
-                if self._column_cache is not None:
-                    self._column_cache.put(table, col.name, columns[col.name])
-        if len({len(v) for v in columns.values()}) > 1:
+            columns.update(self._read_and_cache(table, missing))
+        if len({len(v) for v in columns.values()}) > 1:  # an inconsistent cache entry: read it all again
             self._column_cache.drop(table)  # type: ignore[union-attr]
-            arrow = self._read_arrow(table, self._select(table, cols), cols)
-            columns = {c.name: arrow.column(c.name) for c in cols}
+            columns = self._read_and_cache(table, cols)
         return EventTable({c.name: self._to_numpy(columns[c.name], c, table) for c in cols})
+
+    def _read_and_cache(self, table: str, cols: list[Col]) -> dict[str, pa.ChunkedArray]:
+        arrow = self._read_arrow(table, self._select(table, cols), cols)
+        columns = {c.name: arrow.column(c.name) for c in cols}
+        if self._column_cache is not None:
+            for name, values in columns.items():
+                self._column_cache.put(table, name, values)
+        return columns
 
     def _cached(self, table: str, cols: list[Col]) -> dict[str, pa.ChunkedArray]:
         if self._column_cache is None:
@@ -194,7 +197,7 @@ class Report:
         rows = self._query(table, query)
         arrays = list(zip(*rows)) if rows else [()] * len(cols)
         try:
-            return pa.table({c.name: pa.array(list(a), type=arrow_type(c, a)) for c, a in zip(cols, arrays)})
+            return pa.table({c.name: pa.array(list(a), type=arrow_type(c)) for c, a in zip(cols, arrays)})
         except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError) as exc:
             bad = next((c.name for c, a in zip(cols, arrays) if not values_fit(c, a)), "?")
             raise AsysError(f"{self.path}: table {table}, column {bad}: values of the wrong type ({exc})") from exc
@@ -296,7 +299,7 @@ def derive_ids(table: EventTable) -> EventTable:
     return table.with_columns(**extra) if extra else table
 
 
-def arrow_type(col: Col, values: Sequence[object]) -> pa.DataType:
+def arrow_type(col: Col) -> pa.DataType:
     if col.kind == "text":
         return pa.string()
     return pa.float64() if col.kind == "float" else pa.int64()

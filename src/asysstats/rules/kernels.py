@@ -6,8 +6,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from asysstats.correlate import innermost_range_names
 from asysstats.engine import Inputs
+from asysstats.hgtx import innermost_range_names
 from asysstats.io.tables import EventTable
 from asysstats.names import kernel_name_ids, prefixed_ids
 from asysstats.registry import DEVICE, HGTX_NAME, NAME_OPTIONS, ROWS, TEXT, Column, Rule, name_mode

@@ -16,13 +16,12 @@ import regex
 
 from asysstats.compute.grouped import group_by, grouped_stats, percentile_sorted, share_percent
 from asysstats.compute.intervals import overlap_components
-from asysstats.correlate import innermost_range_names
 from asysstats.engine import Inputs
 from asysstats.io.strings import StringPool, distinct
 from asysstats.io.tables import EventTable
-from asysstats.names import demangle, kernel_name_ids, prefixed_ids
-from asysstats.registry import DEVICE, HGTX_NAME, INT, NAME_OPTIONS, PERCENT, ROWS, TEXT, Column, Rule, name_mode
-from asysstats.rules.kernels import KERNEL_COLUMNS, on_devices
+from asysstats.names import demangle
+from asysstats.registry import DEVICE, HGTX_NAME, INT, NAME_OPTIONS, PERCENT, ROWS, TEXT, Column, Rule
+from asysstats.rules.kernels import KERNEL_COLUMNS, kernel_names, on_devices
 
 PCCL_KERNEL = regex.compile(r"\s*(?:void\s+)?(?:pccl|nccl)", regex.IGNORECASE)
 
@@ -45,9 +44,7 @@ def communications(inputs: Inputs, options: Mapping[str, Any]) -> EventTable:
     and the kernel that starts last (ties: higher device, then higher correlation id)."""
     kernels = on_devices(inputs.table("kernels", KERNEL_COLUMNS), options["device"])
     kernels = kernels.take(pccl_mask(inputs.strings, kernels) & (kernels["end"] > kernels["start"]))
-    names = kernel_name_ids(inputs.strings, kernels, name_mode(options))
-    if options["hgtx-name"]:
-        names = prefixed_ids(inputs.strings, innermost_range_names(inputs, kernels), names)
+    names = kernel_names(inputs, kernels, options)
     start, end = kernels["start"], kernels["end"]
     comp = overlap_components(names, start, end)
     groups = group_by([comp])
