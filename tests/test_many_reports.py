@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from asysstats.engine import Inputs, Result, run_rule
+from asysstats.engine import Inputs, Result, Settings, run_rule
 from asysstats.io.report import Report
 from asysstats.io.schema import TABLES
 from asysstats.io.writers import render
@@ -20,6 +20,7 @@ from asysstats.many.cluster import DaskExecutor, InlineExecutor
 from asysstats.many.hosts import MERGEABLE, PID_COLUMNS, run_merged, with_hosts
 from asysstats.many.identity import JobIds, Placement, place
 from asysstats.many.merged import open_merged
+from asysstats.many.reduce import FOLDED
 from asysstats.rules import REGISTRY
 from asysstats.synth.llm.sample import build
 from asysstats.synth.writer import ENUMS, NULL, ReportWriter
@@ -183,7 +184,9 @@ CASES = [(name, {}) for name in MERGEABLE] + [
 def test_merged_equals_concatenated(name, given, merged, concat):
     rule = next(r for r in REGISTRY if r.name == name)
     options = rule.parse_options(given)
+    returned = merged.returned
     got = run_merged(rule, options, Inputs(merged))
+    assert (merged.returned > returned) == (rule.summary is not None)  # summaries take the reduced path
     if options.get("device") is not None:  # the concatenated report numbers devices job-wide
         spans = [m.at.device_span for m in merged.members]
         options = {**options, "device": tuple(o + d for o, s in zip(np.cumsum([0] + spans[:-1]), spans)
@@ -191,6 +194,46 @@ def test_merged_equals_concatenated(name, given, merged, concat):
     expected = expected_from(run_rule(rule, options, Inputs(concat)), merged)
     assert got.rows > 0 or name == "ppu_gaps"
     assert render(got, "csv") == render(expected, "csv")
+
+
+REDUCED = [r.name for r in REGISTRY if r.summary is not None]
+WINDOWS = {"filter-time": Settings(filter_time=(5_000_000, 30_000_000)),
+           "filter-hgtx": Settings(filter_hgtx="D_MoE,M_8_E_128_H_2048_In_768_topk_8@moe/40"),
+           "keep-suspect": Settings(keep_suspect_events=True)}
+
+
+def test_the_summary_rules_reduce():
+    assert sorted(REDUCED) == sorted(MERGEABLE[:7]) and all(r.compute == r.summary.compute
+                                                            for r in REGISTRY if r.summary)
+
+
+@pytest.mark.parametrize("window", WINDOWS)
+@pytest.mark.parametrize("name", REDUCED)
+def test_reduced_rules_take_the_merged_windows(name, window, merged, concat):
+    """Each report's rows are taken with the merged set's analysis range and windows."""
+    rule = REGISTRY.get(name)
+    options = rule.parse_options({})
+    got = run_merged(rule, options, Inputs(merged, WINDOWS[window]))
+    expected = expected_from(run_rule(rule, options, Inputs(concat, WINDOWS[window])), merged)
+    assert render(got, "csv") == render(expected, "csv")
+    if name in ("hggc_ppu_kern_sum", "hgtx_sum") and window != "keep-suspect":
+        whole = run_rule(rule, options, Inputs(concat))
+        assert 0 < got.frame["Instances"].sum() < whole.frame["Instances"].sum()
+
+
+def test_only_reduced_results_travel(ranks, cluster):
+    """A summary brings back per-group partials and medians, never the events' columns."""
+    report = open_merged([str(p) for p in ranks], DaskExecutor(cluster.scheduler_address), normalize=True)
+    try:
+        rule = REGISTRY.get("hggc_ppu_kern_sum")
+        result = run_merged(rule, rule.parse_options({}), Inputs(report))
+        assert {table for table, _ in report._tables} <= set(FOLDED)  # no event table came here
+        names = sum(len(t) for t in result.strings.lookup(result.frame["Name"]))
+        per_group = (RANKS + 1) * (names + result.rows * 8 * 8)  # a key and 6 partials per report, medians
+        kernels = sum(Report(p, cache=False).load("kernels", ("start",)).rows for p in ranks)
+        assert 0 < report.returned <= per_group < kernels * 16  # what start and end of every kernel take
+    finally:
+        report.close()
 
 
 def test_cli_directory_on_the_cluster(ranks, cluster, concat, merged):
@@ -292,6 +335,51 @@ def test_golden_summary_and_stage_hosts(nodes, cluster):
         "Row#,Host,PID,Device ID,TID,Channel ID,Channel Type,Name,Total Time,Instances,Avg,Med,Min,Max,Stdev,",
         '1,"a",100,1,7,0,"RX","Transmit",50,1,50,50,50,50,0,',
         '2,"b",100,1,7,0,"RX","Transmit",30,1,30,30,30,30,0,']
+
+
+def ranged_node(path: Path, ranges: list[tuple[int, int, int, str]], kernel: tuple[int, int]) -> Path:
+    """A report with HGTX ranges (start, end or NULL, event type, name) and one kernel."""
+    w = ReportWriter(path)
+    start, end, kind, text = (list(c) for c in zip(*ranges))
+    w.add("hgtx", start=start, end=end, eventType=kind, text=text, globalTid=(100 << 24) | 7, domainId=0)
+    w.add("kernels", start=kernel[0], end=kernel[1], deviceId=0, correlationId=0, globalPid=100 << 24,
+          demangledName=w.string("gemm"), shortName=w.string("gemm"))
+    w.add("devices", id=[0])
+    w.close()
+    return path
+
+
+def test_golden_open_ranges_end_at_the_last_hgtx_time_of_the_set(tmp_path, cluster):
+    # node a: push/pop "step" [100,200), start/end "load" from 150 without an end, a kernel
+    #   ending before it starts (left out); node b: "step" [1000,1400), the same kind of kernel.
+    # Merged, "load" lasts until 1400, the last HGTX timestamp of the set: 1250 ns.
+    a = ranged_node(tmp_path / "run_node_a.sqlite", [(100, 200, 59, "step"), (150, NULL, 60, "load")], (300, 250))
+    b = ranged_node(tmp_path / "run_node_b.sqlite", [(1000, 1400, 59, "step")], (500, 400))
+    run = run_cli("stats", "-r", "hgtx_sum", "--merge-reports", "--scheduler", cluster.scheduler_address,
+                  "--format", "csv", a, b)
+    assert run.code == 0, run.err
+    assert run.out.splitlines()[1:] == ['1,71.4,1250,1,1250,1250,1250,1250,0,"StartEnd","load",',
+                                        '2,28.6,500,2,250,250,100,400,150,"PushPop","step",']
+    run = run_cli("stats", "-r", "hggc_ppu_kern_sum", "--merge-reports", "--scheduler", cluster.scheduler_address,
+                  a, b)
+    assert run.code == 0 and "note: run_node_merged.sqlite: 2 kernels rows with end < start excluded" in run.err
+
+
+def test_a_report_without_analysis_range_takes_the_sets(nodes, tmp_path, cluster):
+    """Node b states no analysis range: its kernel of 29500 ns is longer than the set's
+    capture (10000 ns) and left out, as it is from the gathered merged report."""
+    b = ranged_node(tmp_path / "train_node_b.sqlite", [(1000, 1400, 59, "step")], (500, 30_000))
+    report = open_merged([str(nodes[0]), str(b)], DaskExecutor(cluster.scheduler_address))
+    try:
+        rule = REGISTRY.get("hggc_ppu_kern_sum")
+        reduced, gathered = Inputs(report), Inputs(report)
+        got = run_merged(rule, rule.parse_options({}), reduced)
+        assert render(got, "csv") == render(run_rule(rule, rule.parse_options({}), gathered), "csv")
+        assert got.frame["Instances"].tolist() == [2] and reduced.notes == gathered.notes
+        assert reduced.notes == ["train_node_merged.sqlite: 1 kernels rows longer than the capture (10000 ns) excluded "
+                                 "(use --keep-suspect-events to keep them)"]
+    finally:
+        report.close()
 
 
 def test_single_report_ts_normalize_without_merge(nodes):

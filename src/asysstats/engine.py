@@ -32,15 +32,27 @@ class Settings:
     extra: Mapping[str, Any] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class Scope:
+    """Ranges that one report of a merged set takes from the whole set (its analysis range,
+    the windows of ``--filter-time``/``--filter-hgtx``); None: the report's own."""
+
+    capture: tuple[int, int] | None
+    window: tuple[int, int] | None
+    ppu_window: tuple[int, int] | None
+
+
 class Inputs:
     """What a compute function reads: one report's tables inside the analysis window."""
 
-    def __init__(self, report: Report, settings: Settings = Settings()) -> None:
+    def __init__(self, report: Report, settings: Settings = Settings(), scope: Scope | None = None) -> None:
         self.report = report
         self.settings = settings
         self.strings: StringPool = report.strings
-        self._window: tuple[int, int] | None | bool = False
-        self._hgtx: tuple[tuple[int, int], tuple[int, int]] | None = None
+        self.scope = scope
+        self._window: tuple[int, int] | None | bool = scope.window if scope else False
+        self._hgtx: tuple[tuple[int, int], tuple[int, int]] | None = \
+            (scope.window, scope.ppu_window) if scope and settings.filter_hgtx else None  # type: ignore[assignment]
         self.notes: list[str] = []  # one-line data-quality notes; the CLI prints them after the run
 
     def has(self, name: str) -> bool:
@@ -71,6 +83,8 @@ class Inputs:
         Nsight Systems stores event times relative to the session start, while its
         ``ANALYSIS_DETAILS.startTime``/``stopTime`` are on another clock: there the range is
         ``[0, duration)``."""
+        if self.scope is not None and self.scope.capture is not None:
+            return self.scope.capture
         if self.report.has("analysis"):
             info = self.report.load("analysis")
             if info.rows and self.report.dialect == NSYS and info["duration"][0] > 0:
@@ -152,7 +166,11 @@ def run_rule(rule: Rule, options: Mapping[str, Any], inputs: Inputs | tuple[Inpu
     sides = inputs if isinstance(inputs, tuple) else (inputs,)
     for side in sides:
         side.require(*rule.required_tables)
-    frame = rule.compute(inputs, options)
+    return shaped(rule, options, rule.compute(inputs, options), sides[0].strings)
+
+
+def shaped(rule: Rule, options: Mapping[str, Any], frame: Frame, strings: StringPool) -> Result:
+    """The computed ``frame`` as a result: declared columns, then the ``rows`` and ``column`` options."""
     missing = [c.name for c in rule.columns if c.name not in frame]
     if missing:
         raise AssertionError(f"rule {rule.name} did not compute columns {missing}")
@@ -161,7 +179,7 @@ def run_rule(rule: Rule, options: Mapping[str, Any], inputs: Inputs | tuple[Inpu
     if rows is not None:
         frame = {k: v[:rows] for k, v in frame.items()}
     columns = select_columns(rule, options.get("column"))
-    return Result(rule, columns, {c.name: frame[c.name] for c in columns}, sides[0].strings)
+    return Result(rule, columns, {c.name: frame[c.name] for c in columns}, strings)
 
 
 def select_columns(rule: Rule, wanted: tuple[str, ...] | None) -> tuple[Column, ...]:

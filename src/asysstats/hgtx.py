@@ -94,7 +94,8 @@ def _build_ranges(report: "Report") -> EventTable:
     names = pool.canonical(np.where(ev["text"] >= 0, ev["text"], ev["textId"]))
     domains = pool.canonical(_domain_names(events, ev))
     names = prefixed_ids(pool, domains, names, sep=":")
-    last = max(int(events["start"].max(initial=0)), int(events["end"].max(initial=0)))
+    last = max(int(events["start"].max(initial=0)), int(events["end"].max(initial=0)),
+               getattr(report, "hgtx_end", None) or 0)  # a part of merged reports: the set's last
     end = np.maximum(np.where(ev["end"] < 0, last, ev["end"]), ev["start"])
     pushpop = (ev["eventType"] == PUSHPOP).astype(np.int64)
     style = np.where(pushpop == 1, *pool.intern(["PushPop", "StartEnd"]))

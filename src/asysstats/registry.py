@@ -12,6 +12,7 @@ from asysstats.regexes import compile_user_regex
 
 if TYPE_CHECKING:
     from asysstats.engine import Inputs
+    from asysstats.rules.summary import Summary
 
 # Column kinds: how writers format a column (never the rules).
 INT = "int"          # ns, bytes, counts, ids; floats are truncated toward zero
@@ -129,12 +130,15 @@ class Rule:
     share: str | None = None  # column for the XLSX pie chart
     command: str = "stats"  # stats | analyze
     reports: int = 1  # 2 for comparison rules
+    summary: Summary | None = None  # rows/frame split of a summary rule (compute is summary.compute)
     all_options: tuple[Option, ...] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         opts = self.options + (COLUMN,)
         if len({o.name for o in opts}) != len(opts):
             raise ValueError(f"rule {self.name}: duplicate option")
+        if self.summary is not None and self.compute != self.summary.compute:
+            raise ValueError(f"rule {self.name}: a summary rule computes with summary.compute")
         object.__setattr__(self, "all_options", opts)
 
     @property

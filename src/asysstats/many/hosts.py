@@ -19,6 +19,7 @@ import numpy as np
 
 from asysstats.engine import Inputs, Result, run_rule
 from asysstats.errors import AsysError
+from asysstats.many.reduce import run_reduced
 from asysstats.registry import TEXT, Column, Rule
 
 # The summary and PCCL rules (and the gap rules) whose output over merged reports equals
@@ -42,6 +43,8 @@ def run_merged(rule: Rule, options: Mapping[str, Any], inputs: Inputs) -> Result
     report = inputs.report
     if options.get("device") is not None:
         options = {**options, "device": job_devices(report, options["device"])}
+    if rule.summary is not None:  # statistics reduced where each report lives
+        return with_hosts(run_reduced(rule, options, inputs), report)
     return with_hosts(run_rule(rule, options, inputs), report)
 
 

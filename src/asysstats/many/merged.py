@@ -47,10 +47,11 @@ class MergedReport:
         self.executor = executor
         self.path = path
         self.skipped = skipped  # one message per report left out (--skip-bad-reports)
+        self.returned = 0  # bytes the reduced path brought back to this process (asysstats.many.reduce)
         self.strings = StringPool()
         self.labels = host_labels([m.path for m in members])
         self.ids = JobIds(np.array([m.at.device_offset for m in members], np.int64))
-        self._cache_columns = cache
+        self.cache_columns = cache
         self._tables: dict[tuple[str, tuple[str, ...]], EventTable] = {}
         dialects = {m.info.dialect for m in members}
         if len(dialects) > 1:
@@ -80,29 +81,36 @@ class MergedReport:
         if key not in self._tables:
             if not self.has(logical):
                 raise MissingData(self.missing_message(logical))
-            calls = [(m.owner, worker.load_part, (str(m.path), self._cache_columns, logical, cols, m.at))
-                     for m in self.members]
-            parts = [p for p in raise_failures(self.members, self.executor.run(calls)) if p is not None]
-            self._tables[key] = one_report(logical, self._concat(parts))
+            self._tables[key] = one_report(logical, self._concat(self.parts(logical, cols)))
         return self._tables[key]
+
+    def parts(self, logical: str, columns: tuple[str, ...]) -> list[worker.Part]:
+        """The placed parts of the reports that have the table, in report order (from their owners)."""
+        calls = [(m.owner, worker.load_part, (str(m.path), self.cache_columns, logical, columns, m.at))
+                 for m in self.members]
+        return [p for p in raise_failures(self.members, self.executor.run(calls)) if p is not None]
 
     def _concat(self, parts: list[worker.Part]) -> EventTable:
         columns = {}
         for name in parts[0]:
-            pieces = [self._ids(p[name]) if isinstance(p[name], tuple) else p[name] for p in parts]
+            pieces = [interned(self.strings, p[name]) for p in parts]
             columns[name] = pieces[0] if len(pieces) == 1 else np.concatenate(pieces)
         return EventTable(columns)
 
-    def _ids(self, text: worker.Text) -> np.ndarray:
-        codes, values = text
-        if not values:
-            return codes
-        ids = self.strings.intern(values)
-        return np.where(codes >= 0, ids[np.maximum(codes, 0)], -1)
-
     def close(self) -> None:
-        self.executor.run([(m.owner, worker.close, (str(m.path), self._cache_columns)) for m in self.members])
+        self.executor.run([(m.owner, worker.close, (str(m.path), self.cache_columns)) for m in self.members])
         self.executor.close()
+
+
+def interned(strings: StringPool, column: np.ndarray | worker.Text) -> np.ndarray:
+    """A column as ids of ``strings``: text (codes into distinct strings) is interned by value."""
+    if not isinstance(column, tuple):
+        return column
+    codes, values = column
+    if not values:
+        return codes
+    ids = strings.intern(values)
+    return np.where(codes >= 0, ids[np.maximum(codes, 0)], -1)
 
 
 def raise_failures(members: list[Member], results: list) -> list:

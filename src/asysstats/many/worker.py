@@ -27,6 +27,7 @@ Text = tuple[np.ndarray, list]  # per-row codes (-1: missing) into a list of dis
 Part = dict[str, Union[np.ndarray, Text]]
 
 _OPEN: dict[tuple[str, bool], object] = {}
+VIEWS: dict[tuple[str, str], object] = {}  # (merged set, path) -> the report as a part (asysstats.many.parts)
 
 
 @dataclass(frozen=True)
@@ -89,6 +90,17 @@ def load_part(path: str, cache: bool, logical: str, columns: tuple[str, ...], at
             else place(logical, name, values, at, where) for name, values in table.items()}
 
 
+def latest(path: str, cache: bool, logical: str, columns: tuple[str, ...], at: Placement) -> int | None:
+    """The latest start or end of the report's table, placed (None when absent or empty).
+    It reads ``columns`` (with start and end): the projection a rule reads next, which the
+    report then holds."""
+    report = opened(path, cache)
+    table = report.load(logical, columns) if report.has(logical) else None
+    if table is None or table.rows == 0:
+        return None
+    return int(max(place(logical, c, table[c], at, Path(path).name).max() for c in ("start", "end")))
+
+
 def encode_text(strings, ids: np.ndarray) -> Text:
     """Per-row codes into the distinct strings of ``ids`` (-1 stays missing)."""
     codes = np.full(len(ids), -1, np.int64)
@@ -100,7 +112,20 @@ def encode_text(strings, ids: np.ndarray) -> Text:
     return codes, strings.lookup(uniq).tolist()
 
 
+def take_text(text: Text, rows: np.ndarray) -> Text:
+    """The ``rows`` of encoded text, with only the strings they use."""
+    codes, values = text
+    picked = codes[rows]
+    valid = picked >= 0
+    used, inverse = distinct(picked[valid])
+    out = np.full(len(picked), -1, np.int64)
+    out[valid] = inverse
+    return out, [values[u] for u in used.tolist()]
+
+
 def close(path: str, cache: bool) -> None:
+    for key in [k for k in VIEWS if k[1] == path]:
+        del VIEWS[key]
     report = _OPEN.pop((path, cache), None)
     if report is not None:
         report.close()

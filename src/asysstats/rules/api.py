@@ -9,10 +9,9 @@ import regex
 
 from asysstats.engine import Inputs
 from asysstats.io.schema import NSYS
-from asysstats.io.tables import EventTable
 from asysstats.registry import INT, ROWS, TEXT, Column, Rule
 from asysstats.rules.activity import row_index, take_or_na
-from asysstats.rules.summary import stat_cells, stat_columns, summarize
+from asysstats.rules.summary import Rows, Summary, keyed_frame, stat_columns
 
 API_COLUMNS = ("start", "end", "globalTid", "correlationId", "nameId")
 # Nsight Systems exports name runtime APIs with the version they appeared in
@@ -34,21 +33,16 @@ def thread_name_ids(inputs: Inputs, global_tids: np.ndarray) -> np.ndarray:
     return take_or_na(inputs.strings.canonical(threads["nameId"]), rows, missing=-1)
 
 
-def call_summary(inputs: Inputs, calls: EventTable, names: np.ndarray, columns: tuple[Column, ...]) -> dict:
-    """Duration statistics of calls per name, by total time descending."""
-    groups, stats, order = summarize(inputs.strings, [names], calls["end"] - calls["start"], 0)
-    frame = stat_cells(columns[:-1], stats, order)
-    frame[columns[-1].name] = groups.keys[0][order]
-    return frame
-
-
 SUM_COLUMNS = stat_columns("calls to this function", count="Num Calls") + (
     Column("Name", TEXT, "Name of the function"),)
 
 
-def api_sum(inputs: Inputs, options: Mapping[str, Any]) -> dict:
+def api_sum_rows(inputs: Inputs, options: Mapping[str, Any]) -> Rows:
     calls = inputs.table("runtime", API_COLUMNS)
-    return call_summary(inputs, calls, api_name_ids(inputs, calls["nameId"]), SUM_COLUMNS)
+    return Rows((api_name_ids(inputs, calls["nameId"]),), calls["end"] - calls["start"])
+
+
+SUMMARY = Summary(api_sum_rows, keyed_frame(SUM_COLUMNS, "Name"))
 
 
 TRACE_COLUMNS = (
@@ -79,10 +73,11 @@ API_SUM = Rule(
     help="Time spent in HGGC API calls per API name, in descending order of total time. "
          "'Time (%)' is the share of the total of all API calls in the table.",
     columns=SUM_COLUMNS,
-    compute=api_sum,
+    compute=SUMMARY.compute,
     reads=("runtime",),
     options=(ROWS,),
     share="Time (%)",
+    summary=SUMMARY,
 )
 
 API_TRACE = Rule(

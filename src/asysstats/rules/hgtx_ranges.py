@@ -11,7 +11,7 @@ from asysstats.hgtx import load_ranges, range_stacks
 from asysstats.io.tables import EventTable
 from asysstats.regexes import search
 from asysstats.registry import INT, ROWS, TEXT, Column, Option, Rule
-from asysstats.rules.summary import stat_cells, stat_columns, summarize
+from asysstats.rules.summary import Rows, Summary, keyed_frame, stat_columns
 
 PROCESS = Option("process", "int_list", "Process ids to analyse, separated by '/' (default: all).", None, minimum=0)
 THREAD = Option("thread", "int_list", "Thread ids to analyse, separated by '/' (default: all).", None, minimum=0)
@@ -35,14 +35,12 @@ def on_threads(ranges: EventTable, processes: tuple[int, ...] | None, threads: t
     return ranges.take(keep)
 
 
-def hgtx_sum(inputs: Inputs, options: Mapping[str, Any]) -> dict:
+def hgtx_sum_rows(inputs: Inputs, options: Mapping[str, Any]) -> Rows:
     ranges = on_threads(load_ranges(inputs), options["process"], options["thread"])
-    groups, stats, order = summarize(inputs.strings, [ranges["name"], ranges["style"]],
-                                     ranges["end"] - ranges["start"], 0)
-    frame = stat_cells(SUM_COLUMNS[:-2], stats, order)
-    frame["Style"] = groups.keys[1][order]
-    frame["Range"] = groups.keys[0][order]
-    return frame
+    return Rows((ranges["name"], ranges["style"]), ranges["end"] - ranges["start"], text=(0, 1))
+
+
+SUMMARY = Summary(hgtx_sum_rows, keyed_frame(SUM_COLUMNS, "Range", "Style"))
 
 
 HGTX_SUM = Rule(
@@ -52,10 +50,11 @@ HGTX_SUM = Rule(
          "descending order of total time. A range in a domain is named 'domain:range'. "
          "'Time (%)' is the share of the total of all ranges in the table, not of the run time.",
     columns=SUM_COLUMNS,
-    compute=hgtx_sum,
+    compute=SUMMARY.compute,
     reads=("hgtx",),
     options=(ROWS, PROCESS, THREAD),
     share="Time (%)",
+    summary=SUMMARY,
 )
 
 

@@ -13,7 +13,7 @@ from asysstats.registry import DEVICE, HGTX_NAME, INT, NAME_OPTIONS, ROWS, TEXT,
 from asysstats.rules.activity import row_index, triple_ids
 from asysstats.rules.api import API_COLUMNS, api_name_ids
 from asysstats.rules.kernels import KERNEL_COLUMNS, kernel_names, on_devices
-from asysstats.rules.summary import stat_cells, stat_columns, summarize
+from asysstats.rules.summary import Rows, Stats, Summary, output_order, stat_cells, stat_columns
 
 DIMENSIONS = ("gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ")
 GB_COLUMNS = KERNEL_COLUMNS + ("contextId", "streamId") + DIMENSIONS
@@ -69,16 +69,21 @@ def kern_exec_trace(inputs: Inputs, options: Mapping[str, Any]) -> dict:
 GB_SUM_COLUMNS = stat_columns("executions of this kernel") + (GRID, BLOCK, Column("Name", TEXT, "Name of the kernel"))
 
 
-def kern_gb_sum(inputs: Inputs, options: Mapping[str, Any]) -> dict:
+def kern_gb_rows(inputs: Inputs, options: Mapping[str, Any]) -> Rows:
     kernels = on_devices(inputs.table("kernels", GB_COLUMNS), options["device"])
-    names = kernel_names(inputs, kernels, options)
-    keys = [names] + [kernels[d] for d in DIMENSIONS]  # ties: name, then dimensions ascending
-    groups, stats, order = summarize(inputs.strings, keys, kernels["end"] - kernels["start"], 0)
+    keys = (kernel_names(inputs, kernels, options),) + tuple(kernels[d] for d in DIMENSIONS)
+    return Rows(keys, kernels["end"] - kernels["start"])  # ties: name, then dimensions ascending
+
+
+def kern_gb_frame(inputs: Inputs, options: Mapping[str, Any], keys: tuple[np.ndarray, ...], stats: Stats) -> dict:
+    order = output_order(inputs.strings, keys, stats, 0)
     frame = stat_cells(GB_SUM_COLUMNS[:-3], stats, order)
-    dims = dict(zip(DIMENSIONS, (k[order] for k in groups.keys[1:])))
-    grid, block = dimension_ids(inputs, dims)
-    frame.update({"GridXYZ": grid, "BlockXYZ": block, "Name": groups.keys[0][order]})
+    grid, block = dimension_ids(inputs, dict(zip(DIMENSIONS, (k[order] for k in keys[1:]))))
+    frame.update({"GridXYZ": grid, "BlockXYZ": block, "Name": keys[0][order]})
     return frame
+
+
+GB_SUMMARY = Summary(kern_gb_rows, kern_gb_frame)
 
 
 GB_TRACE_COLUMNS = (
@@ -123,10 +128,11 @@ GB_SUM = Rule(
     help="Kernel execution time per kernel name, grid size and block size, in descending order of total "
          "time. 'Time (%)' is the share of the total of all kernels in the table.",
     columns=GB_SUM_COLUMNS,
-    compute=kern_gb_sum,
+    compute=GB_SUMMARY.compute,
     reads=("kernels",),
     options=(ROWS, HGTX_NAME) + NAME_OPTIONS + (DEVICE,),
     share="Time (%)",
+    summary=GB_SUMMARY,
 )
 
 GB_TRACE = Rule(

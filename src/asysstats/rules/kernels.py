@@ -11,7 +11,7 @@ from asysstats.hgtx import innermost_range_names
 from asysstats.io.tables import EventTable
 from asysstats.names import kernel_name_ids, prefixed_ids
 from asysstats.registry import DEVICE, HGTX_NAME, NAME_OPTIONS, ROWS, TEXT, Column, Rule, name_mode
-from asysstats.rules.summary import stat_cells, stat_columns, summarize
+from asysstats.rules.summary import Rows, Summary, keyed_frame, stat_columns
 
 KERNEL_COLUMNS = ("start", "end", "deviceId", "correlationId", "globalPid", "demangledName", "shortName", "mangledName")
 
@@ -45,13 +45,12 @@ def on_devices(table: EventTable, devices: tuple[int, ...] | None) -> EventTable
 SUM_COLUMNS = stat_columns("executions of this kernel") + (Column("Name", TEXT, "Name of the kernel"),)
 
 
-def kern_sum(inputs: Inputs, options: Mapping[str, Any]) -> dict:
+def kern_sum_rows(inputs: Inputs, options: Mapping[str, Any]) -> Rows:
     kernels = on_devices(inputs.table("kernels", kernel_columns(options)), options["device"])
-    names = kernel_names(inputs, kernels, options)
-    groups, stats, order = summarize(inputs.strings, [names], kernels["end"] - kernels["start"], 0)
-    frame = stat_cells(SUM_COLUMNS[:-1], stats, order)
-    frame["Name"] = groups.keys[0][order]
-    return frame
+    return Rows((kernel_names(inputs, kernels, options),), kernels["end"] - kernels["start"])
+
+
+SUMMARY = Summary(kern_sum_rows, keyed_frame(SUM_COLUMNS, "Name"))
 
 
 KERN_SUM = Rule(
@@ -60,10 +59,11 @@ KERN_SUM = Rule(
     help="Kernel execution time per kernel name, in descending order of total time. "
          "'Time (%)' is the share of the total of all kernels in the table.",
     columns=SUM_COLUMNS,
-    compute=kern_sum,
+    compute=SUMMARY.compute,
     reads=("kernels",),
     options=(ROWS, HGTX_NAME) + NAME_OPTIONS + (DEVICE,),
     share="Time (%)",
+    summary=SUMMARY,
 )
 
 RULES = [KERN_SUM]

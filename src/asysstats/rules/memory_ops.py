@@ -13,7 +13,7 @@ import numpy as np
 from asysstats.engine import Inputs
 from asysstats.registry import ROWS, TEXT, Column, Rule
 from asysstats.rules.activity import kind_label_ids
-from asysstats.rules.summary import stat_cells, stat_columns, summarize
+from asysstats.rules.summary import Rows, Summary, keyed_frame, stat_columns
 
 OPERATION = Column("Operation", TEXT, "Name of the memory operation")
 
@@ -29,25 +29,22 @@ def operations(inputs: Inputs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return labels, durations, np.concatenate([memcpy["bytes"], memset["bytes"]])
 
 
-def operation_summary(inputs: Inputs, values: np.ndarray, labels: np.ndarray, columns: tuple[Column, ...]) -> dict:
-    groups, stats, order = summarize(inputs.strings, [labels], values, 0)
-    frame = stat_cells(columns[:-1], stats, order)
-    frame[OPERATION.name] = groups.keys[0][order]
-    return frame
-
-
 TIME_COLUMNS = stat_columns("executions of this operation", count="Count") + (OPERATION,)
 SIZE_COLUMNS = stat_columns("sizes of this operation", count="Count", unit="bytes", percent=False) + (OPERATION,)
 
 
-def mem_time_sum(inputs: Inputs, options: Mapping[str, Any]) -> dict:
+def time_rows(inputs: Inputs, options: Mapping[str, Any]) -> Rows:
     labels, durations, _ = operations(inputs)
-    return operation_summary(inputs, durations, labels, TIME_COLUMNS)
+    return Rows((labels,), durations)
 
 
-def mem_size_sum(inputs: Inputs, options: Mapping[str, Any]) -> dict:
+def size_rows(inputs: Inputs, options: Mapping[str, Any]) -> Rows:
     labels, _, sizes = operations(inputs)
-    return operation_summary(inputs, sizes, labels, SIZE_COLUMNS)
+    return Rows((labels,), sizes)
+
+
+TIME_SUMMARY = Summary(time_rows, keyed_frame(TIME_COLUMNS, OPERATION.name))
+SIZE_SUMMARY = Summary(size_rows, keyed_frame(SIZE_COLUMNS, OPERATION.name))
 
 
 MEM_TIME_SUM = Rule(
@@ -56,11 +53,12 @@ MEM_TIME_SUM = Rule(
     help="Time of HGGC PPU memory operations (memset, memcpy by copy kind), in descending order of total "
          "time. 'Time (%)' is the share of the total of all operations in the table.",
     columns=TIME_COLUMNS,
-    compute=mem_time_sum,
+    compute=TIME_SUMMARY.compute,
     reads=("memcpy", "memset"),
     options=(ROWS,),
     requires=("memcpy", "memset"),
     share="Time (%)",
+    summary=TIME_SUMMARY,
 )
 
 MEM_SIZE_SUM = Rule(
@@ -69,11 +67,12 @@ MEM_SIZE_SUM = Rule(
     help="Bytes moved or set by HGGC PPU memory operations (memset, memcpy by copy kind), in descending "
          "order of total size.",
     columns=SIZE_COLUMNS,
-    compute=mem_size_sum,
+    compute=SIZE_SUMMARY.compute,
     reads=("memcpy", "memset"),
     options=(ROWS,),
     requires=("memcpy", "memset"),
     share="Total (bytes)",
+    summary=SIZE_SUMMARY,
 )
 
 RULES = [MEM_TIME_SUM, MEM_SIZE_SUM]

@@ -6,16 +6,18 @@ from typing import Any, Mapping
 
 from asysstats.engine import Inputs
 from asysstats.registry import ROWS, TEXT, Column, Rule
-from asysstats.rules.api import call_summary
-from asysstats.rules.summary import stat_columns
+from asysstats.rules.summary import Rows, Summary, keyed_frame, stat_columns
 
 SUM_COLUMNS = stat_columns("calls to this function", count="Num Calls") + (
     Column("Name", TEXT, "Name of the function"),)
 
 
-def osrt_sum(inputs: Inputs, options: Mapping[str, Any]) -> dict:
+def osrt_sum_rows(inputs: Inputs, options: Mapping[str, Any]) -> Rows:
     calls = inputs.table("osrt", ("start", "end", "nameId"))
-    return call_summary(inputs, calls, inputs.strings.canonical(calls["nameId"]), SUM_COLUMNS)
+    return Rows((inputs.strings.canonical(calls["nameId"]),), calls["end"] - calls["start"])
+
+
+SUMMARY = Summary(osrt_sum_rows, keyed_frame(SUM_COLUMNS, "Name"))
 
 
 OSRT_SUM = Rule(
@@ -24,10 +26,11 @@ OSRT_SUM = Rule(
     help="Time spent in OS runtime API calls per function, in descending order of total time. "
          "'Time (%)' is the share of the total of all calls in the table.",
     columns=SUM_COLUMNS,
-    compute=osrt_sum,
+    compute=SUMMARY.compute,
     reads=("osrt",),
     options=(ROWS,),
     share="Time (%)",
+    summary=SUMMARY,
 )
 
 RULES = [OSRT_SUM]
