@@ -199,24 +199,26 @@ def test_merged_equals_concatenated(name, given, merged, concat):
 REDUCED = [r.name for r in REGISTRY if r.summary is not None]
 WINDOWS = {"filter-time": Settings(filter_time=(5_000_000, 30_000_000)),
            "filter-hgtx": Settings(filter_hgtx="D_MoE,M_8_E_128_H_2048_In_768_topk_8@moe/40"),
-           "keep-suspect": Settings(keep_suspect_events=True)}
+           "keep-suspect": Settings(keep_suspect_events=True),
+           "kernel-groups": Settings(kernel_groups=(("gemm", "gemm"), ("collective", "pccl|AllReduce"),
+                                                    ("none", "no such kernel")))}
 
 
 def test_the_summary_rules_reduce():
-    assert sorted(REDUCED) == sorted(MERGEABLE[:7]) and all(r.compute == r.summary.compute
+    assert sorted(REDUCED) == sorted(MERGEABLE[:7] + ("hggc_ppu_kern_category_sum",)) and all(r.compute == r.summary.compute
                                                             for r in REGISTRY if r.summary)
 
 
 @pytest.mark.parametrize("window", WINDOWS)
 @pytest.mark.parametrize("name", REDUCED)
 def test_reduced_rules_take_the_merged_windows(name, window, merged, concat):
-    """Each report's rows are taken with the merged set's analysis range and windows."""
+    """Each report's rows are taken with the merged set's analysis range, windows and settings."""
     rule = REGISTRY.get(name)
     options = rule.parse_options({})
     got = run_merged(rule, options, Inputs(merged, WINDOWS[window]))
     expected = expected_from(run_rule(rule, options, Inputs(concat, WINDOWS[window])), merged)
     assert render(got, "csv") == render(expected, "csv")
-    if name in ("hggc_ppu_kern_sum", "hgtx_sum") and window != "keep-suspect":
+    if name in ("hggc_ppu_kern_sum", "hgtx_sum") and window.startswith("filter"):
         whole = run_rule(rule, options, Inputs(concat))
         assert 0 < got.frame["Instances"].sum() < whole.frame["Instances"].sum()
 

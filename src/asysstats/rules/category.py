@@ -19,6 +19,7 @@ from asysstats.names import kernel_name_ids
 from asysstats.regexes import compile_user_regex, search
 from asysstats.registry import DEVICE, INT, NAME_OPTIONS, PERCENT, ROWS, TEXT, Column, Rule, name_mode
 from asysstats.rules.kernels import KERNEL_COLUMNS, on_devices
+from asysstats.rules.summary import Rows, Stats, Summary
 
 RULE_NAME = "hggc_ppu_kern_category_sum"
 OTHER = "other"
@@ -63,16 +64,25 @@ COLUMNS = (
 )
 
 
-def category_sum(inputs: Inputs, options: Mapping[str, Any]) -> dict:
+def category_rows(inputs: Inputs, options: Mapping[str, Any]) -> Rows:
+    """Per kernel: its category's label (string id) and its duration."""
     labels, groups = compile_groups(inputs.settings.kernel_groups)
     kernels = on_devices(inputs.table("kernels", KERNEL_COLUMNS), options["device"])
     names = kernel_name_ids(inputs.strings, kernels, name_mode(options))
-    if kernels.rows == 0:  # conventions 9: no kernel at all is an empty result, header only
+    category = categorize(inputs.strings, names, labels, groups) if kernels.rows else np.empty(0, np.int64)
+    return Rows((inputs.strings.intern(labels)[category],), kernels["end"] - kernels["start"])
+
+
+def category_frame(inputs: Inputs, options: Mapping[str, Any], keys: tuple[np.ndarray, ...], stats: Stats) -> dict:
+    """Every category (0 launches when no kernel matched it), by total descending, then label."""
+    if len(keys[0]) == 0:  # conventions 9: no kernel at all is an empty result, header only
         return {c.name: np.empty(0, dtype=object if c.kind == TEXT else np.int64) for c in COLUMNS}
-    category = categorize(inputs.strings, names, labels, groups)
+    labels, _ = compile_groups(inputs.settings.kernel_groups)
+    position = {int(key): i for i, key in enumerate(inputs.strings.intern(labels))}
+    slot = np.array([position[key] for key in keys[0].tolist()], np.int64)
     total = np.zeros(len(labels), dtype=np.int64)
-    np.add.at(total, category, kernels["end"] - kernels["start"])
-    launches = np.bincount(category, minlength=len(labels)).astype(np.int64)
+    launches = np.zeros(len(labels), dtype=np.int64)
+    total[slot], launches[slot] = stats["sum"], stats["count"]
     average = np.divide(total, launches, out=np.full(len(labels), np.nan), where=launches > 0)
     name_rank = np.array([sorted(labels).index(label) for label in labels], dtype=np.int64)
     order = np.lexsort((name_rank, -total))
@@ -85,6 +95,9 @@ def category_sum(inputs: Inputs, options: Mapping[str, Any]) -> dict:
     }
 
 
+SUMMARY = Summary(category_rows, category_frame)
+
+
 CATEGORY_SUM = Rule(
     name=RULE_NAME,
     title="HGGC PPU Kernel Category Summary",
@@ -95,10 +108,11 @@ CATEGORY_SUM = Rule(
          "category and 'other' is listed, with 0 launches and '-' average when no kernel matched. 'Time (%)' is the share of the "
          "total time of all kernels in the table.",
     columns=COLUMNS,
-    compute=category_sum,
+    compute=SUMMARY.compute,
     reads=("kernels",),
     options=(ROWS,) + NAME_OPTIONS + (DEVICE,),
     share="Time (%)",
+    summary=SUMMARY,
 )
 
 RULES = [CATEGORY_SUM]
