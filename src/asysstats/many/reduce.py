@@ -110,7 +110,7 @@ def summed_notes(notes: list[str]) -> list[str]:
 
 
 def returned_bytes(heads: list[parts.Head], reduced: list) -> int:
-    """Bytes of the arrays and strings that came back to this process."""
+    """Bytes of the arrays (and characters of the strings) that came back to this process."""
     def size(key: Any) -> int:
         return key[0].nbytes + sum(len(s or "") for s in key[1]) if isinstance(key, tuple) else key.nbytes
 
