@@ -73,7 +73,8 @@ class ColumnCache:
             return None
 
     def put(self, table: str, column: str, values: pa.ChunkedArray) -> None:
-        """Store a column (written to a temporary file, then renamed into place)."""
+        """Store a column (give it one chunk, so that reuse maps it without a copy), through a
+        temporary file renamed into place."""
         if not self.enabled:
             return
         target = self._file(table, column)

@@ -165,7 +165,7 @@ class Report:
 
     def _read_and_cache(self, table: str, cols: list[Col]) -> dict[str, pa.ChunkedArray]:
         arrow = self._read_arrow(table, self._select(table, cols), cols)
-        columns = {c.name: arrow.column(c.name) for c in cols}
+        columns = {c.name: pa.chunked_array([arrow.column(c.name).combine_chunks()]) for c in cols}
         if self._column_cache is not None:
             for name, values in columns.items():
                 self._column_cache.put(table, name, values)
@@ -206,7 +206,9 @@ class Report:
         """Read with connectorx; large tables in rowid slices on parallel threads, kept in order."""
         import connectorx
 
-        lo, hi = self._query(table, f'SELECT min(rowid), max(rowid) FROM "{table}"')[0]
+        # separate queries: SQLite answers a lone min() or max() of the rowid from the b-tree,
+        # but both in one query scan the table
+        lo, hi = (self.scalar(table, f'SELECT {end}(rowid) FROM "{table}"') for end in ("min", "max"))
         parts = min(os.cpu_count() or 1, 4)
         if lo is None or hi - lo < PARALLEL_READ_ROWS or parts < 2:
             return connectorx.read_sql(self._cx_uri(), query, return_type="arrow")
