@@ -36,16 +36,16 @@ def from_texts(values: Sequence[str | None]) -> pa.Array:
                                  [validity, pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))])
 
 
-def text_bytes(array: pa.Array) -> bytes:
-    """The concatenated UTF-8 of a string array without nulls (its data buffer, sliced)."""
+def text_bytes(array: pa.Array) -> memoryview:
+    """The concatenated UTF-8 of a string array without nulls: its data buffer, sliced, not copied."""
     if len(array) == 0:
-        return b""
+        return memoryview(b"")
     width = np.int64 if pa.types.is_large_string(array.type) else np.int32
     offsets = np.frombuffer(array.buffers()[1], dtype=width, count=len(array) + 1,
                             offset=array.offset * np.dtype(width).itemsize)
-    return array.buffers()[2][int(offsets[0]):int(offsets[-1])].to_pybytes()
+    return memoryview(array.buffers()[2])[int(offsets[0]):int(offsets[-1])]
 
 
-def lines_bytes(lines: pa.Array) -> bytes:
-    """Every string followed by a newline, as one bytes object."""
+def lines_bytes(lines: pa.Array) -> memoryview:
+    """Every string followed by a newline, as one piece of bytes."""
     return text_bytes(pc.binary_join_element_wise(lines, "\n", ""))

@@ -68,7 +68,7 @@ def cells(kind: str, values: np.ndarray, strings: StringPool, decimals: int = 1,
         return quoted(joined) if csv else joined
     dash = f'"{DASH}"' if csv else DASH
     if kind == TEXT:
-        return pc.fill_null(text_cells(values, strings, csv), dash)
+        return text_cells(values, strings, csv)
     if kind == INT:
         ints, missing = as_integers(values)
         out = integer_text(ints)
@@ -96,16 +96,19 @@ def integer_text(values: np.ndarray) -> pa.Array:
     return pc.cast(from_numpy(values), pa.string())
 
 
-def text_cells(values: np.ndarray, strings: StringPool, quote: bool = False) -> pa.Array:
-    """Text of string ids (each distinct id looked up, and quoted, once) or of strings;
-    null when missing."""
+def text_cells(values: np.ndarray, strings: StringPool, csv: bool = False) -> pa.Array:
+    """Text of string ids (each distinct id looked up, and for CSV quoted, once) or of
+    strings; a missing cell is ``-`` (``"-"`` in CSV)."""
     values = np.asarray(values)
-    if values.dtype.kind not in "iu":
-        text = from_texts(texts(values, strings))
-        return quoted(text) if quote else text
-    uniq, index = distinct(np.where(values >= 0, values, -1) + 1)  # 0: missing
-    dictionary = from_texts(list(strings.lookup(uniq - 1)))
-    return (quoted(dictionary) if quote else dictionary).take(from_numpy(index))
+    if values.dtype.kind in "iu":
+        uniq, index = distinct(np.where(values >= 0, values, -1) + 1)  # 0: missing
+        distinct_texts = strings.lookup(uniq - 1)
+    else:
+        distinct_texts, index = texts(values, strings), None
+    dictionary = from_texts([DASH if t is None else t for t in distinct_texts])
+    if csv:
+        dictionary = quoted(dictionary)
+    return dictionary if index is None else dictionary.take(from_numpy(index))
 
 
 def pair_sides(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -46,9 +46,9 @@ def destination(output: str | None, report: Path, rule: str, fmt: str) -> Destin
     return Destination(FILE, str(folder / name))
 
 
-def deliver(content: str | bytes | Iterable[bytes], dest: Destination, force: bool) -> None:
+def deliver(content: str | bytes | Iterable[bytes | memoryview], dest: Destination, force: bool) -> None:
     """Write the content (text, bytes, or pieces of bytes written as they come) to ``dest``."""
-    parts: Iterable[bytes] = [content.encode("utf-8")] if isinstance(content, str) else \
+    parts: Iterable[bytes | memoryview] = [content.encode("utf-8")] if isinstance(content, str) else \
         [content] if isinstance(content, bytes) else content
     if dest.kind == CONSOLE:
         try:
@@ -56,7 +56,7 @@ def deliver(content: str | bytes | Iterable[bytes], dest: Destination, force: bo
             out = getattr(sys.stdout, "buffer", None)
             for part in parts:
                 if out is None:
-                    sys.stdout.write(part.decode("utf-8", "replace"))
+                    sys.stdout.write(bytes(part).decode("utf-8", "replace"))
                 else:
                     out.write(part)
             (out or sys.stdout).flush()
@@ -71,7 +71,7 @@ def deliver(content: str | bytes | Iterable[bytes], dest: Destination, force: bo
         write_atomically(Path(dest.target), parts, force)
 
 
-def write_atomically(path: Path, data: bytes | Iterable[bytes], force: bool) -> None:
+def write_atomically(path: Path, data: bytes | Iterable[bytes | memoryview], force: bool) -> None:
     """Write through a temporary file in the same folder, then rename over the target."""
     if path.exists() and not force:
         raise AsysError(f"{path} exists; use -f true to overwrite it")
@@ -80,7 +80,14 @@ def write_atomically(path: Path, data: bytes | Iterable[bytes], force: bool) -> 
         with os.fdopen(handle, "wb") as out:
             for part in [data] if isinstance(data, bytes) else data:
                 out.write(part)
+        os.chmod(temp, 0o666 & ~current_umask())  # mkstemp makes the file private (0600)
         os.replace(temp, path)
     except BaseException:
         Path(temp).unlink(missing_ok=True)
         raise
+
+
+def current_umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask

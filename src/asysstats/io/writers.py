@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 
 from asysstats.engine import Result
 from asysstats.errors import AsysError
-from asysstats.io.arrow import from_numpy, lines_bytes
+from asysstats.io.arrow import from_numpy, lines_bytes, text_bytes
 from asysstats.io.format import DASH, cells, pair_sides, texts, typed_value
 from asysstats.registry import INT, PAIR_INNER, PAIR_TEXT, TEXT
 
@@ -34,13 +34,13 @@ def row_numbers(start: int, stop: int) -> pa.Array:
     return pc.cast(from_numpy(np.arange(start + 1, stop + 1)), pa.string())
 
 
-def csv_parts(result: Result, decimals: int = 1) -> Iterator[bytes]:
+def csv_parts(result: Result, decimals: int = 1) -> Iterator[bytes | memoryview]:
     """Header ``Row#,<columns>,``; text always quoted, numbers never; each line ends with ','."""
     yield (",".join(["Row#"] + [c.name for c in result.columns]) + ",\n").encode("utf-8")
     for start in range(0, result.rows, CHUNK_ROWS):
         stop = min(start + CHUNK_ROWS, result.rows)
         columns = _cell_columns(result, decimals, slice(start, stop), csv=True)
-        yield lines_bytes(pc.binary_join_element_wise(row_numbers(start, stop), *columns, "", ","))
+        yield text_bytes(pc.binary_join_element_wise(row_numbers(start, stop), *columns, "\n", ","))
 
 
 def to_csv(result: Result, decimals: int = 1) -> str:
@@ -63,7 +63,7 @@ def to_column(result: Result, decimals: int = 1) -> str:
     if result.rows == 0:
         return f"{header}\n{rule}\n"
     body = pc.utf8_rtrim_whitespace(pc.binary_join_element_wise(*[p[2] for p in padded], "  "))
-    return f"{header}\n{rule}\n" + lines_bytes(body).decode("utf-8")
+    return f"{header}\n{rule}\n" + bytes(lines_bytes(body)).decode("utf-8")
 
 
 def typed_values(kind: str, values: np.ndarray, result: Result, decimals: int) -> list[object]:
@@ -150,7 +150,7 @@ def to_lines(result: Result) -> str:
     return "".join(f"{'' if v is None else v}\n" for v in values)
 
 
-def render_parts(result: Result, fmt: str, decimals: int = 1) -> Iterator[bytes]:
+def render_parts(result: Result, fmt: str, decimals: int = 1) -> Iterator[bytes | memoryview]:
     """The output of a result in a format, as consecutive pieces of bytes (CSV streams)."""
     if fmt == "csv":
         yield from csv_parts(result, decimals)
