@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from asysstats.io.arrow import from_numpy, from_texts
-from asysstats.io.strings import DENSE_SPAN, StringPool, distinct
+from asysstats.io.strings import StringPool, distinct
 from asysstats.io.tables import NA
 from asysstats.registry import DECIMAL, INT, PAIR_INNER, PERCENT, RATIO, TEXT
 
@@ -89,7 +89,7 @@ def cells(kind: str, values: np.ndarray, strings: StringPool, decimals: int = 1,
 def integer_text(values: np.ndarray) -> pa.Array:
     """Decimal text of int64 values; a column of few distinct values (ids, sizes) is
     converted once per distinct value."""
-    if len(values) > 1024 and int(values.max()) - int(values.min()) < DENSE_SPAN:
+    if len(values) > 1024 and int(values.max()) - int(values.min()) < len(values):  # counted, not sorted
         uniq, index = distinct(values)
         if len(uniq) * 8 < len(values):
             return pc.cast(from_numpy(uniq), pa.string()).take(from_numpy(index))

@@ -29,14 +29,15 @@ def distinct(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if len(ids) == 0:
         return ids[:0], np.empty(0, np.int64)
     low, high = int(ids.min()), int(ids.max())
-    if high - low < DENSE_SPAN:
+    span = min(DENSE_SPAN, 4 * len(ids) + 4096)  # a table much larger than the rows costs more than a sort
+    if high - low < span:
         uniq, index = dense_distinct(ids - low if low else ids, high - low)
         return uniq + low if low else uniq, index
     if low >= 0 and high >= DERIVED_BASE:  # report ids and derived ids: fold the gap between them
         derived = ids >= DERIVED_BASE
         first_derived = int(ids[derived].min())
         below = int(ids[~derived].max()) + 1 if not derived.all() else 0
-        if below < DENSE_SPAN and high - first_derived < DENSE_SPAN:
+        if below + high - first_derived < span:
             shift = first_derived - below
             uniq, index = dense_distinct(ids - derived * shift, below + high - first_derived)
             return uniq + (uniq >= below) * shift, index
@@ -49,8 +50,9 @@ def dense_distinct(values: np.ndarray, high: int) -> tuple[np.ndarray, np.ndarra
     present = np.zeros(high + 1, dtype=np.bool_)
     present[values] = True
     uniq = np.flatnonzero(present)
-    slot = np.cumsum(present, dtype=np.int64) - 1
-    return uniq, slot[values]
+    slot = np.zeros(high + 1, dtype=np.int32 if len(uniq) < 2 ** 31 else np.int64)
+    slot[uniq] = np.arange(len(uniq))
+    return uniq, slot[values].astype(np.int64)
 
 
 class StringPool:
