@@ -142,3 +142,14 @@ def test_closed_pipe_exits_quietly(report, rules):
     assert done.returncode == 0, done.stderr
     assert done.stdout and "Traceback" not in done.stderr and "Error" not in done.stderr
     assert fingerprint(report) == before
+
+
+@pytest.mark.parametrize("fmt", ["csv", "column"])
+def test_a_run_does_not_import_pandas(report, fmt):
+    """pyarrow imports pandas on its first pa.array/pa.scalar (0.3-0.7 s of every run); the writers avoid both."""
+    code = ("import sys\nfrom asysstats.cli import main\n"
+            f"sys.argv = ['asys', 'stats', '-r', 'hggc_ppu_kern_sum,hggc_ppu_kern_sum:base', '--format', '{fmt}', {str(report)!r}]\n"
+            "try:\n    main()\nexcept SystemExit as exc:\n    assert exc.code in (0, None), exc.code\n"
+            "print('pandas' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.splitlines()[-1] == "False" and "plain" in done.stdout

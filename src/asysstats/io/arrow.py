@@ -1,7 +1,8 @@
 """numpy and Python values to Arrow arrays, and Arrow text to bytes, without ``pa.array``.
 
-``pa.array`` imports pandas on its first call (0.3–0.7 s of every run); building arrays
-from buffers does not, and it never makes a Python object per value.
+``pa.array`` and ``pa.scalar`` (which compute functions call on a Python ``str``
+argument) import pandas on first use (0.3–0.7 s of every run); building arrays from
+buffers does not, and it never makes a Python object per value.
 """
 
 from __future__ import annotations
@@ -36,6 +37,11 @@ def from_texts(values: Sequence[str | None]) -> pa.Array:
                                  [validity, pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))])
 
 
+def text(value: str) -> pa.Scalar:
+    """A string scalar for compute functions (pass it instead of a Python ``str``)."""
+    return from_texts([value])[0]
+
+
 def text_bytes(array: pa.Array) -> memoryview:
     """The concatenated UTF-8 of a string array without nulls: its data buffer, sliced, not copied."""
     if len(array) == 0:
@@ -48,4 +54,4 @@ def text_bytes(array: pa.Array) -> memoryview:
 
 def lines_bytes(lines: pa.Array) -> memoryview:
     """Every string followed by a newline, as one piece of bytes."""
-    return text_bytes(pc.binary_join_element_wise(lines, "\n", ""))
+    return text_bytes(pc.binary_join_element_wise(lines, text("\n"), text("")))

@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from asysstats.io.arrow import from_numpy, from_texts
+from asysstats.io.arrow import from_numpy, from_texts, text
 from asysstats.io.strings import StringPool, distinct
 from asysstats.io.tables import NA
 from asysstats.registry import DECIMAL, INT, PAIR_INNER, PERCENT, RATIO, TEXT
@@ -64,7 +64,7 @@ def cells(kind: str, values: np.ndarray, strings: StringPool, decimals: int = 1,
     text double-quoted with quotes doubled, numbers bare, a missing cell ``"-"`` (conventions 6-8)."""
     if kind in PAIR_INNER:
         base, target = (cells(PAIR_INNER[kind], side, strings, decimals) for side in pair_sides(values))
-        joined = pc.binary_join_element_wise(base, target, PAIR_SEPARATOR)
+        joined = pc.binary_join_element_wise(base, target, text(PAIR_SEPARATOR))
         return quoted(joined) if csv else joined
     dash = f'"{DASH}"' if csv else DASH
     if kind == TEXT:
@@ -78,12 +78,12 @@ def cells(kind: str, values: np.ndarray, strings: StringPool, decimals: int = 1,
         number = integer_text(np.abs(units) // 10 ** places)
         if places:
             frac = pc.utf8_lpad(integer_text(np.abs(units) % 10 ** places), places, "0")
-            number = pc.binary_join_element_wise(number, frac, ".")
+            number = pc.binary_join_element_wise(number, frac, text("."))
         negative = units < 0
         if negative.any():
-            number = pc.if_else(from_numpy(negative), pc.binary_join_element_wise("-", number, ""), number)
+            number = pc.if_else(from_numpy(negative), pc.binary_join_element_wise(text("-"), number, text("")), number)
         out = number
-    return pc.if_else(from_numpy(missing), dash, out) if missing.any() else out
+    return pc.if_else(from_numpy(missing), text(dash), out) if missing.any() else out
 
 
 def integer_text(values: np.ndarray) -> pa.Array:
@@ -120,7 +120,7 @@ def pair_sides(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def quoted(array: pa.Array) -> pa.Array:
     """CSV text cell: always double-quoted, embedded quotes doubled (conventions 7)."""
     escaped = pc.replace_substring(array, '"', '""')
-    return pc.binary_join_element_wise('"', escaped, '"', "")
+    return pc.binary_join_element_wise(text('"'), escaped, text('"'), text(""))
 
 
 def typed_value(kind: str, value: object, decimals: int = 1) -> object:

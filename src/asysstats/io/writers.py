@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 
 from asysstats.engine import Result
 from asysstats.errors import AsysError
-from asysstats.io.arrow import from_numpy, lines_bytes, text_bytes
+from asysstats.io.arrow import from_numpy, lines_bytes, text, text_bytes
 from asysstats.io.format import DASH, cells, pair_sides, texts, typed_value
 from asysstats.registry import INT, PAIR_INNER, PAIR_TEXT, TEXT
 
@@ -40,7 +40,7 @@ def csv_parts(result: Result, decimals: int = 1) -> Iterator[bytes | memoryview]
     for start in range(0, result.rows, CHUNK_ROWS):
         stop = min(start + CHUNK_ROWS, result.rows)
         columns = _cell_columns(result, decimals, slice(start, stop), csv=True)
-        yield text_bytes(pc.binary_join_element_wise(row_numbers(start, stop), *columns, "\n", ","))
+        yield text_bytes(pc.binary_join_element_wise(row_numbers(start, stop), *columns, text("\n"), text(",")))
 
 
 def to_csv(result: Result, decimals: int = 1) -> str:
@@ -62,7 +62,7 @@ def to_column(result: Result, decimals: int = 1) -> str:
     rule = "  ".join(p[1] for p in padded)
     if result.rows == 0:
         return f"{header}\n{rule}\n"
-    body = pc.utf8_rtrim_whitespace(pc.binary_join_element_wise(*[p[2] for p in padded], "  "))
+    body = pc.utf8_rtrim_whitespace(pc.binary_join_element_wise(*[p[2] for p in padded], text("  ")))
     return f"{header}\n{rule}\n" + bytes(lines_bytes(body)).decode("utf-8")
 
 
