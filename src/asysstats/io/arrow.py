@@ -13,6 +13,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from asysstats.io.strings import StringPool
+
 
 def from_numpy(values: np.ndarray) -> pa.Array:
     """A 1-d numeric or bool numpy array as an Arrow array (no nulls; zero-copy when contiguous)."""
@@ -35,6 +37,42 @@ def from_texts(values: Sequence[str | None]) -> pa.Array:
     validity = None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
     return pa.Array.from_buffers(kind, len(encoded),
                                  [validity, pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))])
+
+
+def to_numpy(column: pa.Array | pa.ChunkedArray, dtype: np.dtype) -> np.ndarray:
+    """The values of a fixed-width column as numpy (whatever lies under a null), without a
+    copy for a single chunk (a memory-mapped cache file)."""
+    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+    parts = [np.frombuffer(chunk.buffers()[1], dtype=dtype, count=len(chunk), offset=chunk.offset * dtype.itemsize)
+             for chunk in chunks if len(chunk)]
+    if not parts:
+        return np.empty(0, dtype=dtype)
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+
+def valid_mask(array: pa.Array) -> np.ndarray:
+    """True where ``array`` holds a value (not null)."""
+    bitmap = array.buffers()[0]
+    if bitmap is None or array.null_count == 0:
+        return np.ones(len(array), dtype=bool)
+    bits = np.unpackbits(np.frombuffer(bitmap, dtype=np.uint8), bitorder="little")
+    return bits[array.offset:array.offset + len(array)].astype(bool)
+
+
+def text_ids(strings: StringPool, column: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """A text column (plain or dictionary-encoded) interned into the pool: the run's string
+    ids, -1 for null; each distinct text is interned once."""
+    out = np.full(len(column), -1, dtype=np.int64)
+    if len(column) == 0 or column.null_count == len(column):
+        return out
+    array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    if not pa.types.is_dictionary(array.type):
+        array = pc.dictionary_encode(array.cast(pa.string()))
+    ids = strings.intern(array.dictionary.to_pylist())
+    indices = to_numpy(array.indices, np.dtype(f"int{array.indices.type.bit_width}"))
+    valid = valid_mask(array.indices)
+    out[valid] = ids[indices[valid].astype(np.int64)]
+    return out
 
 
 def text(value: str) -> pa.Scalar:

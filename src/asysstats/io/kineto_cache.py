@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from asysstats.io.arrow import from_numpy, from_texts, text_ids, to_numpy
 from asysstats.io.cache import ColumnCache
 from asysstats.io.schema import TABLES
 from asysstats.io.strings import StringPool, distinct
@@ -37,11 +38,11 @@ def store(cache: ColumnCache, tables: dict[str, Table], metadata: dict[str, Any]
         for col in TABLES[logical].columns:
             if col.name in table:
                 values = table[col.name]
-                array = as_text(strings, values) if col.kind in TEXT_KINDS else pa.array(values)
+                array = as_text(strings, values) if col.kind in TEXT_KINDS else from_numpy(values)
                 cache.put(f"{PREFIX}.{logical}", col.name, pa.chunked_array([array]))
-    cache.put(META, "metadata", pa.chunked_array([pa.array([json.dumps(metadata)])]))
-    cache.put(META, "unlinked", pa.chunked_array([pa.array([unlinked], pa.int64())]))
-    cache.put(META, "tables", pa.chunked_array([pa.array(list(tables), pa.string())]))
+    cache.put(META, "metadata", pa.chunked_array([from_texts([json.dumps(metadata)])]))
+    cache.put(META, "unlinked", pa.chunked_array([from_numpy(np.array([unlinked], np.int64))]))
+    cache.put(META, "tables", pa.chunked_array([from_texts(list(tables))]))
 
 
 def load(cache: ColumnCache, strings: StringPool) -> tuple[dict[str, Table], dict[str, Any], int] | None:
@@ -59,8 +60,8 @@ def load(cache: ColumnCache, strings: StringPool) -> tuple[dict[str, Table], dic
         for col in TABLES[logical].columns:
             column = cache.get(f"{PREFIX}.{logical}", col.name)
             if column is not None:
-                table[col.name] = from_text(strings, column) if col.kind in TEXT_KINDS else \
-                    np.array(column.to_numpy(), dtype=np.float64 if col.kind == "float" else np.int64)
+                table[col.name] = text_ids(strings, column) if col.kind in TEXT_KINDS else \
+                    to_numpy(column, np.dtype(np.float64 if col.kind == "float" else np.int64))
         if not table or len({len(v) for v in table.values()}) != 1:
             return None
         tables[logical] = table
@@ -74,18 +75,7 @@ def as_text(strings: StringPool, ids: np.ndarray) -> pa.DictionaryArray:
     """String ids as dictionary-encoded text (a missing id, -1, as null)."""
     valid = ids >= 0
     uniq, inverse = distinct(np.where(valid, ids, 0))
-    dictionary = pa.array(list(strings.lookup(uniq)), pa.string())
-    indices = pa.array(inverse.astype(np.int32), mask=~valid)
+    dictionary = from_texts(list(strings.lookup(uniq)))
+    indices = pa.Array.from_buffers(pa.int32(), len(ids), [pa.py_buffer(np.packbits(valid, bitorder="little")),
+                                                          pa.py_buffer(inverse.astype(np.int32))])
     return pa.DictionaryArray.from_arrays(indices, dictionary)
-
-
-def from_text(strings: StringPool, column: pa.ChunkedArray) -> np.ndarray:
-    """Dictionary-encoded text interned into the pool: the run's string ids (-1 for null)."""
-    array = column.combine_chunks()
-    if not pa.types.is_dictionary(array.type):
-        array = array.dictionary_encode()
-    ids = strings.intern(array.dictionary.to_pylist())
-    out = np.full(len(array), -1, np.int64)
-    valid = array.indices.is_valid().to_numpy(zero_copy_only=False)
-    out[valid] = ids[array.indices.to_numpy(zero_copy_only=False)[valid].astype(np.int64)]
-    return out

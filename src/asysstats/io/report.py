@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from asysstats.errors import AsysError, MissingData
+from asysstats.io.arrow import text_ids, to_numpy
 from asysstats.io.cache import ColumnCache
 from asysstats.io.schema import ASYSREP, DIALECT_MARKERS, NSYS, TABLES, Col, TableSpec
 from asysstats.io.strings import StringPool
@@ -223,7 +224,7 @@ class Report:
 
     def _to_numpy(self, column: pa.ChunkedArray, col: Col, table: str) -> np.ndarray:
         if col.kind == "text":
-            return self._intern_text(column)
+            return text_ids(self.strings, column)
         if column.null_count == len(column):  # connectorx may type an all-NULL column as text
             column = pa.chunked_array([pa.nulls(len(column), pa.int64())])
         if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
@@ -236,17 +237,6 @@ class Report:
         if column.null_count:
             column = pc.fill_null(column, col.fill)
         return to_numpy(column, np.dtype(np.float64 if col.kind == "float" else np.int64))
-
-    def _intern_text(self, column: pa.ChunkedArray) -> np.ndarray:
-        out = np.full(len(column), -1, dtype=np.int64)
-        if len(column) == 0 or column.null_count == len(column):
-            return out
-        encoded = pc.dictionary_encode(column.cast(pa.string())).combine_chunks()
-        ids = self.strings.intern(encoded.dictionary.to_pylist())
-        indices = encoded.indices.to_numpy(zero_copy_only=False)
-        valid = encoded.indices.is_valid().to_numpy(zero_copy_only=False)
-        out[valid] = ids[indices[valid].astype(np.int64)]
-        return out
 
     def _fetch_strings(self, ids: list[int]) -> Iterable[tuple[int, str]]:
         if "StringIds" not in self._tables:
@@ -278,16 +268,6 @@ def open_report(path: str | os.PathLike[str], cache: bool = True) -> "Report | K
     if Path(path).is_file() and looks_like_json_trace(Path(path)):
         return KinetoReport(path, cache=cache)
     return Report(path, cache=cache)
-
-
-def to_numpy(column: pa.ChunkedArray, dtype: np.dtype) -> np.ndarray:
-    """The values of a NULL-free fixed-width column as numpy, without a copy for a single
-    chunk (a memory-mapped cache file) and without pyarrow's pandas-importing converter."""
-    parts = [np.frombuffer(chunk.buffers()[1], dtype=dtype, count=len(chunk), offset=chunk.offset * dtype.itemsize)
-             for chunk in column.chunks if len(chunk)]
-    if not parts:
-        return np.empty(0, dtype=dtype)
-    return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
 
 def derive_ids(table: EventTable) -> EventTable:
