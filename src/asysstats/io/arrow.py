@@ -13,7 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from asysstats.io.strings import StringPool
+from asysstats.io.strings import StringPool, distinct
 
 
 def from_numpy(values: np.ndarray) -> pa.Array:
@@ -26,17 +26,22 @@ def from_numpy(values: np.ndarray) -> pa.Array:
 
 
 def from_texts(values: Sequence[str | None]) -> pa.Array:
-    """Strings (``None`` for null) as an Arrow string array; a loop over the given values,
-    so give it distinct values and expand with ``take``. Large text gets 64-bit offsets."""
-    encoded = [b"" if v is None else v.encode("utf-8", "surrogatepass") for v in values]
-    size = sum(len(e) for e in encoded)
-    kind, width = (pa.string(), np.int32) if size < 2 ** 31 else (pa.large_string(), np.int64)
-    offsets = np.zeros(len(encoded) + 1, dtype=width)
-    np.cumsum([len(e) for e in encoded], out=offsets[1:])
-    valid = np.fromiter((v is not None for v in values), dtype=bool, count=len(encoded))
+    """Strings (``None`` for null) as an Arrow string array; 64-bit offsets for large text.
+    Joined and encoded in one piece (C loops), per string only for non-ASCII text."""
+    items = np.asarray(values, dtype=object).reshape(-1)
+    valid = items != None  # noqa: E711 (element-wise)
+    if not valid.all():
+        items = np.where(valid, items, "")
+    strings = items.tolist()
+    joined = "".join(strings)
+    data = joined.encode("utf-8", "surrogatepass")
+    if len(data) != len(joined):  # some text is not ASCII: count bytes per string
+        strings = [s.encode("utf-8", "surrogatepass") for s in strings]
+    kind, width = (pa.string(), np.int32) if len(data) < 2 ** 31 else (pa.large_string(), np.int64)
+    offsets = np.zeros(len(strings) + 1, dtype=width)
+    np.cumsum(np.fromiter(map(len, strings), dtype=np.int64, count=len(strings)), out=offsets[1:])
     validity = None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
-    return pa.Array.from_buffers(kind, len(encoded),
-                                 [validity, pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))])
+    return pa.Array.from_buffers(kind, len(strings), [validity, pa.py_buffer(offsets), pa.py_buffer(data)])
 
 
 def to_numpy(column: pa.Array | pa.ChunkedArray, dtype: np.dtype) -> np.ndarray:
@@ -73,6 +78,17 @@ def text_ids(strings: StringPool, column: pa.Array | pa.ChunkedArray) -> np.ndar
     valid = valid_mask(array.indices)
     out[valid] = ids[indices[valid].astype(np.int64)]
     return out
+
+
+def texts_of_ids(strings: StringPool, ids: np.ndarray) -> pa.DictionaryArray:
+    """String ids as dictionary-encoded text (a missing id, -1, as null): the inverse of
+    :func:`text_ids`, to store text rather than a run's ids."""
+    valid = ids >= 0
+    uniq, inverse = distinct(np.where(valid, ids, 0))
+    dictionary = from_texts(list(strings.lookup(uniq)))
+    indices = pa.Array.from_buffers(pa.int32(), len(ids), [pa.py_buffer(np.packbits(valid, bitorder="little")),
+                                                          pa.py_buffer(inverse.astype(np.int32))])
+    return pa.DictionaryArray.from_arrays(indices, dictionary)
 
 
 def text(value: str) -> pa.Scalar:

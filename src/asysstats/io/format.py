@@ -56,6 +56,8 @@ def texts(values: np.ndarray, strings: StringPool) -> np.ndarray:
     values = np.asarray(values)
     if values.dtype.kind in "iu":
         return strings.lookup(values)
+    if set(map(type, values.tolist())) <= {str, type(None)}:  # already text: no loop in Python
+        return values.astype(object, copy=False)
     return np.array([None if v is None else str(v) for v in values], dtype=object)
 
 

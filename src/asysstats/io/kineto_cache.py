@@ -19,10 +19,10 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from asysstats.io.arrow import from_numpy, from_texts, text_ids, to_numpy
+from asysstats.io.arrow import from_numpy, from_texts
 from asysstats.io.cache import ColumnCache
 from asysstats.io.schema import TABLES
-from asysstats.io.strings import StringPool, distinct
+from asysstats.io.strings import StringPool
 
 FORMAT = 1
 PREFIX = f"kineto{FORMAT}"
@@ -35,11 +35,8 @@ def store(cache: ColumnCache, tables: dict[str, Table], metadata: dict[str, Any]
           strings: StringPool) -> None:
     """Write the tables (schema columns only), then the meta entry that marks them complete."""
     for logical, table in tables.items():
-        for col in TABLES[logical].columns:
-            if col.name in table:
-                values = table[col.name]
-                array = as_text(strings, values) if col.kind in TEXT_KINDS else from_numpy(values)
-                cache.put(f"{PREFIX}.{logical}", col.name, pa.chunked_array([array]))
+        columns = {c.name: table[c.name] for c in TABLES[logical].columns if c.name in table}
+        cache.put_table(f"{PREFIX}.{logical}", columns, text_columns(logical), strings)
     cache.put(META, "metadata", pa.chunked_array([from_texts([json.dumps(metadata)])]))
     cache.put(META, "unlinked", pa.chunked_array([from_numpy(np.array([unlinked], np.int64))]))
     cache.put(META, "tables", pa.chunked_array([from_texts(list(tables))]))
@@ -56,13 +53,9 @@ def load(cache: ColumnCache, strings: StringPool) -> tuple[dict[str, Table], dic
     for logical in names.to_pylist():
         if logical not in TABLES:
             return None
-        table: Table = {}
-        for col in TABLES[logical].columns:
-            column = cache.get(f"{PREFIX}.{logical}", col.name)
-            if column is not None:
-                table[col.name] = text_ids(strings, column) if col.kind in TEXT_KINDS else \
-                    to_numpy(column, np.dtype(np.float64 if col.kind == "float" else np.int64))
-        if not table or len({len(v) for v in table.values()}) != 1:
+        dtypes = {c.name: np.dtype(np.float64 if c.kind == "float" else np.int64) for c in TABLES[logical].columns}
+        table = cache.get_table(f"{PREFIX}.{logical}", dtypes, text_columns(logical), strings)
+        if table is None:
             return None
         tables[logical] = table
     try:
@@ -71,11 +64,5 @@ def load(cache: ColumnCache, strings: StringPool) -> tuple[dict[str, Table], dic
         return None
 
 
-def as_text(strings: StringPool, ids: np.ndarray) -> pa.DictionaryArray:
-    """String ids as dictionary-encoded text (a missing id, -1, as null)."""
-    valid = ids >= 0
-    uniq, inverse = distinct(np.where(valid, ids, 0))
-    dictionary = from_texts(list(strings.lookup(uniq)))
-    indices = pa.Array.from_buffers(pa.int32(), len(ids), [pa.py_buffer(np.packbits(valid, bitorder="little")),
-                                                          pa.py_buffer(inverse.astype(np.int32))])
-    return pa.DictionaryArray.from_arrays(indices, dictionary)
+def text_columns(logical: str) -> tuple[str, ...]:
+    return tuple(c.name for c in TABLES[logical].columns if c.kind in TEXT_KINDS)

@@ -15,7 +15,7 @@ import tempfile
 import urllib.parse
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 SQLITE_MAGIC = b"SQLite format 3\x00"
 LOCK_TIMEOUT_S = 2.0  # how long to wait for a writer's lock before giving up
 PARALLEL_READ_ROWS = 1_000_000  # tables with more rows are read in slices on parallel threads
+DERIVED_FORMAT = 1  # bump when a derived table (hgtx.all_ranges) is built differently
 
 
 def check_report_file(path: Path) -> None:
@@ -139,6 +140,20 @@ class Report:
 
     def missing_message(self, logical: str) -> str:
         return missing_message(self.path, TABLES[logical])
+
+    def derived(self, name: str, columns: Sequence[str], text: Sequence[str],
+                build: Callable[[], EventTable]) -> EventTable:
+        """A table of int64 ``columns`` computed from the report by ``build`` (the ``text``
+        columns hold string ids), kept in the column cache so that later runs skip the work."""
+        if self._column_cache is None:
+            return build()
+        table = f"derived{DERIVED_FORMAT}.{name}"
+        found = self._column_cache.get_table(table, dict.fromkeys(columns, np.dtype(np.int64)), text, self.strings)
+        if found is not None and len(found) == len(columns):
+            return EventTable(found)
+        built = build()
+        self._column_cache.put_table(table, {c: built[c] for c in columns}, text, self.strings)
+        return built
 
     # -- loading ---------------------------------------------------------------------
     def load(self, logical: str, columns: Sequence[str] = ()) -> EventTable:
