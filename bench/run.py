@@ -6,8 +6,9 @@ Generates (and caches in bench/out/) ``asys sample --scale N`` (or, with ``--ker
 report of N kernels alone), times SQLite's C aggregate
 scan of each table a rule reads (the floor for reading the data), then runs each rule as a
 whole ``asys`` process twice — cold (empty columnar cache) and warm (cache filled) — and
-prints seconds, ratios to the scan and peak memory (RSS of the process) against the size
-of the columns the rule loaded. Writes the table to bench/out/run.md as well.
+prints seconds, ratios to the scan and peak memory (RSS of the process, also less the RSS
+of a process that only starts up) against the size of the columns of the tables the rule
+reads. Writes the table to bench/out/run_<report>.md as well.
 """
 
 from __future__ import annotations
@@ -70,6 +71,13 @@ def run_rule(rule: str, command: str, report: Path, cache: Path, out: Path) -> t
     return seconds, usage.ru_maxrss * 1024
 
 
+def startup_rss() -> int:
+    """Peak RSS (bytes) of a process that only imports the CLI (Python, numpy, pyarrow)."""
+    process = subprocess.Popen([sys.executable, "-c", "import asysstats.cli, pyarrow.ipc"])
+    _, _, usage = os.wait4(process.pid, 0)
+    return usage.ru_maxrss * 1024
+
+
 def loaded_bytes(report: Path, tables: list[str]) -> int:
     """Size of the typed columns of the tables a rule reads (8 bytes per value)."""
     opened = Report(report, cache=False)
@@ -89,9 +97,11 @@ def main() -> None:
     args = parser.parse_args()
     report = kernel_report(args.kernels) if args.kernels else sample(args.scale)
     rules = [r for r in REGISTRY if r.reports == 1 and (not args.rules or r.name in args.rules.split(","))]
-    lines = [f"report: {report.name} ({report.stat().st_size / 1e6:.0f} MB), machine: {os.cpu_count()} cores",
-             "", "| rule | scan (s) | cold (s) | cold / scan | warm (s) | warm / scan | peak RSS (MB) | RSS / columns |",
-             "|---|---|---|---|---|---|---|---|"]
+    base = startup_rss()
+    lines = [f"report: {report.name} ({report.stat().st_size / 1e6:.0f} MB), machine: {os.cpu_count()} cores, "
+             f"start-up RSS {base / 1e6:.0f} MB", "",
+             "| rule | scan (s) | cold (s) | cold / scan | warm (s) | warm / scan | peak RSS (MB) | RSS / columns "
+             "| (RSS − start-up) / columns |", "|---|---|---|---|---|---|---|---|---|"]
     with tempfile.TemporaryDirectory() as temp:
         out = Path(temp)
         for rule in rules:
@@ -104,7 +114,7 @@ def main() -> None:
             rss = max(cold_rss, warm_rss)
             columns = max(loaded_bytes(report, tables), 1)
             lines.append(f"| {rule.name} | {scan:.2f} | {cold:.2f} | {cold / scan:.2f} | {warm:.2f} | "
-                         f"{warm / scan:.2f} | {rss / 1e6:.0f} | {rss / columns:.2f} |")
+                         f"{warm / scan:.2f} | {rss / 1e6:.0f} | {rss / columns:.2f} | {(rss - base) / columns:.2f} |")
             print(lines[-1], flush=True)
     (OUT / f"run_{report.stem}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines[:2]))
