@@ -1,12 +1,14 @@
 """Benchmark of every rule on a scaled sample report, against SQLite's own scan.
 
-    python bench/run.py [--scale N] [--rules a,b] [--repeat K]
+    python bench/run.py [--scale N | --kernels N] [--rules a,b]
 
-Generates (and caches in bench/out/) ``asys sample --scale N``, times SQLite's C aggregate
+Generates (and caches in bench/out/) ``asys sample --scale N`` (or, with ``--kernels N``, a
+report of N kernels alone), times SQLite's C aggregate
 scan of each table a rule reads (the floor for reading the data), then runs each rule as a
 whole ``asys`` process twice — cold (empty columnar cache) and warm (cache filled) — and
-prints seconds, ratios to the scan and peak memory (RSS of the process) against the size
-of the columns the rule loaded. Writes the table to bench/out/run.md as well.
+prints seconds, ratios to the scan and peak memory (RSS of the process, also less the RSS
+of a process that only starts up) against the size of the columns of the tables the rule
+reads. Writes the table to bench/out/run_<report>.md as well.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from common import kernel_report
 
 from asysstats.io.report import Report
 from asysstats.io.schema import TABLES
@@ -53,7 +57,8 @@ def scan_seconds(report: Path, tables: list[str]) -> float:
 
 def run_rule(rule: str, command: str, report: Path, cache: Path, out: Path) -> tuple[float, int]:
     """Wall seconds and peak RSS (bytes) of one ``asys`` process."""
-    env = dict(os.environ, XDG_CACHE_HOME=str(cache))
+    env = dict(os.environ, XDG_CACHE_HOME=str(cache), PYTHONPYCACHEPREFIX=str(OUT / "pycache"))
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # run as installed: modules compiled once, not every run
     args = [sys.executable, "-m", "asysstats", command, "-r", rule, "--format", "csv", "-o", str(out / "r"),
             "-f", "true", str(report)]
     begin = time.perf_counter()
@@ -64,6 +69,13 @@ def run_rule(rule: str, command: str, report: Path, cache: Path, out: Path) -> t
         err = process.stderr.read().decode(errors="replace").strip() if process.stderr else ""
         print(f"  {rule}: exit {os.waitstatus_to_exitcode(status)} {err}", file=sys.stderr)
     return seconds, usage.ru_maxrss * 1024
+
+
+def startup_rss() -> int:
+    """Peak RSS (bytes) of a process that only imports the CLI (Python, numpy, pyarrow)."""
+    process = subprocess.Popen([sys.executable, "-c", "import asysstats.cli, pyarrow.ipc"])
+    _, _, usage = os.wait4(process.pid, 0)
+    return usage.ru_maxrss * 1024
 
 
 def loaded_bytes(report: Path, tables: list[str]) -> int:
@@ -80,13 +92,16 @@ def loaded_bytes(report: Path, tables: list[str]) -> int:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scale", type=int, default=200)
+    parser.add_argument("--kernels", type=int, default=0, help="a report of this many kernels alone")
     parser.add_argument("--rules", default="")
     args = parser.parse_args()
-    report = sample(args.scale)
+    report = kernel_report(args.kernels) if args.kernels else sample(args.scale)
     rules = [r for r in REGISTRY if r.reports == 1 and (not args.rules or r.name in args.rules.split(","))]
-    lines = [f"report: {report.name} ({report.stat().st_size / 1e6:.0f} MB), machine: {os.cpu_count()} cores",
-             "", "| rule | scan (s) | cold (s) | cold / scan | warm (s) | warm / scan | peak RSS (MB) | RSS / columns |",
-             "|---|---|---|---|---|---|---|---|"]
+    base = startup_rss()
+    lines = [f"report: {report.name} ({report.stat().st_size / 1e6:.0f} MB), machine: {os.cpu_count()} cores, "
+             f"start-up RSS {base / 1e6:.0f} MB", "",
+             "| rule | scan (s) | cold (s) | cold / scan | warm (s) | warm / scan | peak RSS (MB) | RSS / columns "
+             "| (RSS − start-up) / columns |", "|---|---|---|---|---|---|---|---|---|"]
     with tempfile.TemporaryDirectory() as temp:
         out = Path(temp)
         for rule in rules:
@@ -94,13 +109,14 @@ def main() -> None:
             scan = scan_seconds(report, tables)
             cache = out / f"cache-{rule.name}"
             shutil.rmtree(cache, ignore_errors=True)
-            cold, _ = run_rule(rule.name, rule.command, report, cache, out)
-            warm, rss = run_rule(rule.name, rule.command, report, cache, out)
+            cold, cold_rss = run_rule(rule.name, rule.command, report, cache, out)
+            warm, warm_rss = run_rule(rule.name, rule.command, report, cache, out)
+            rss = max(cold_rss, warm_rss)
             columns = max(loaded_bytes(report, tables), 1)
             lines.append(f"| {rule.name} | {scan:.2f} | {cold:.2f} | {cold / scan:.2f} | {warm:.2f} | "
-                         f"{warm / scan:.2f} | {rss / 1e6:.0f} | {rss / columns:.2f} |")
+                         f"{warm / scan:.2f} | {rss / 1e6:.0f} | {rss / columns:.2f} | {(rss - base) / columns:.2f} |")
             print(lines[-1], flush=True)
-    (OUT / "run.md").write_text("\n".join(lines) + "\n")
+    (OUT / f"run_{report.stem}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines[:2]))
 
 

@@ -3,10 +3,20 @@
 from __future__ import annotations
 
 import os
+import shutil
+from pathlib import Path
 
+from asysstats import hgtx
+from asysstats.engine import Inputs, run_rule
+from asysstats.errors import MissingData
 from asysstats.io.cache import ColumnCache, cache_root
+from asysstats.io.report import open_report
+from asysstats.io.writers import render
+from asysstats.rules import REGISTRY
 from asysstats.synth.writer import ReportWriter
 from conftest import run_cli
+
+SAMPLE = Path(__file__).resolve().parents[1] / "examples" / "sample.asysrep"
 
 
 def build(path, durations):
@@ -56,3 +66,35 @@ def test_no_cache_reads_and_writes_nothing(tmp_path):
     path = build(tmp_path / "r.asysrep", [7])
     assert total(path, "--no-cache") == 7
     assert not list(ColumnCache(path).folder.glob("*.arrow"))
+
+
+def outputs(path, cache: bool) -> dict[str, str]:
+    """CSV of every single-report rule on one freshly opened report (MissingData as its message)."""
+    report, out = open_report(path, cache=cache), {}
+    try:
+        for rule in REGISTRY:
+            if rule.reports != 1:
+                continue
+            try:
+                out[rule.name] = render(run_rule(rule, rule.parse_options({}), Inputs(report)), "csv")
+            except MissingData as exc:
+                out[rule.name] = f"missing: {exc}"
+    finally:
+        report.close()
+    return out
+
+
+def test_every_rule_gives_the_same_result_cold_warm_and_without_cache(tmp_path, monkeypatch):
+    path = tmp_path / "sample.asysrep"
+    shutil.copyfile(SAMPLE, path)
+    built = []
+    real_build = hgtx._build_ranges
+    monkeypatch.setattr(hgtx, "_build_ranges", lambda report: built.append(1) or real_build(report))
+    cold = outputs(path, cache=True)
+    assert built == [1]
+    assert list(ColumnCache(path).folder.glob("derived*.hgtx_ranges.name.arrow"))
+    warm = outputs(path, cache=True)
+    assert built == [1]  # the HGTX ranges (nesting, names) came from the cache
+    assert warm == cold
+    assert outputs(path, cache=False) == cold
+    assert sum(not v.startswith("missing") for v in cold.values()) >= 30

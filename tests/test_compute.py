@@ -9,6 +9,8 @@ import numpy as np
 from hypothesis import given, settings, strategies as st
 
 from asysstats.compute import grouped, intervals
+from asysstats.io.strings import DERIVED_BASE, distinct
+from asysstats.rules.activity import row_index
 
 SETTINGS = settings(max_examples=80, deadline=None)
 times = st.integers(0, 60)
@@ -42,6 +44,39 @@ def test_grouped_stats_match_brute_force(rows):
         assert np.isclose(stats["mean"][i], sum(vals) / len(vals))
         assert np.isclose(stats["median"][i], statistics.median(vals))
         assert np.isclose(stats["std"][i], statistics.pstdev(vals), atol=1e-6)
+
+
+id_values = st.one_of(st.integers(-3, 60), st.integers(DERIVED_BASE, DERIVED_BASE + 40),
+                      st.integers(-2 ** 62, 2 ** 62))
+
+
+@SETTINGS
+@given(st.lists(id_values, max_size=60))
+def test_distinct_equals_numpy_unique(values):
+    ids = np.array(values, dtype=np.int64)
+    uniq, index = distinct(ids)
+    expected, inverse = np.unique(ids, return_inverse=True)
+    assert uniq.tolist() == expected.tolist() and index.tolist() == inverse.reshape(-1).tolist()
+
+
+@SETTINGS
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(-2, 2), id_values), max_size=40))
+def test_dense_group_ids_number_key_tuples_in_order(rows):
+    keys = [np.array([r[i] for r in rows], dtype=np.int64) for i in range(3)]
+    gid, values = grouped.dense_group_ids(keys)
+    tuples = sorted(set(rows))
+    assert list(zip(*[v.tolist() for v in values])) == tuples
+    assert gid.tolist() == [tuples.index(r) for r in rows]
+
+
+@SETTINGS
+@given(st.lists(st.tuples(st.integers(0, 4), st.integers(0, 2)), max_size=20),
+       st.lists(st.tuples(st.integers(0, 5), st.integers(0, 3)), max_size=20))
+def test_row_index_finds_the_first_matching_row(table, queries):
+    table_keys = [np.array([t[i] for t in table], dtype=np.int64) for i in range(2)]
+    query_keys = [np.array([q[i] for q in queries], dtype=np.int64) for i in range(2)]
+    expected = [table.index(q) if q in table else -1 for q in queries]
+    assert row_index(table_keys, query_keys).tolist() == expected
 
 
 @SETTINGS

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -13,6 +14,7 @@ from asysstats.engine import Result
 from asysstats.io.format import cells
 from asysstats.io.strings import StringPool
 from asysstats.io.tables import NA
+from asysstats.io import writers
 from asysstats.io.writers import to_column, to_csv
 from asysstats.registry import DECIMAL, INT, PERCENT, TEXT, Column, Rule
 from conftest import fingerprint, run_cli
@@ -95,6 +97,19 @@ def test_output_next_to_report_and_overwrite_protection(report):
                    report).code == 0
     assert target.read_text() != first
     assert [p.name for p in report.parent.iterdir() if p.name.startswith(".")] == []
+    umask = os.umask(0)
+    os.umask(umask)
+    assert target.stat().st_mode & 0o777 == 0o666 & ~umask  # not mkstemp's private 0600
+
+
+def test_csv_of_many_rows_streams_in_chunks_equal_to_one_piece(monkeypatch):
+    frame = {"Total Time (ns)": np.arange(10), "Name": np.array([f'n"{i % 3}' for i in range(10)], dtype=object)}
+    result = Result(RULE, (Column("Total Time (ns)", INT, ""), Column("Name", TEXT, "")), frame, StringPool())
+    whole = to_csv(result)
+    monkeypatch.setattr(writers, "CHUNK_ROWS", 3)
+    assert [bytes(p).count(b"\n") for p in writers.csv_parts(result)] == [1, 3, 3, 3, 1]
+    assert to_csv(result) == whole
+    assert whole.splitlines()[2] == '2,1,"n""1",'
 
 
 def test_missing_output_directory_is_an_error(report, tmp_path):
@@ -127,3 +142,14 @@ def test_closed_pipe_exits_quietly(report, rules):
     assert done.returncode == 0, done.stderr
     assert done.stdout and "Traceback" not in done.stderr and "Error" not in done.stderr
     assert fingerprint(report) == before
+
+
+@pytest.mark.parametrize("fmt", ["csv", "column"])
+def test_a_run_does_not_import_pandas(report, fmt):
+    """pyarrow imports pandas on its first pa.array/pa.scalar (0.3-0.7 s of every run); the writers avoid both."""
+    code = ("import sys\nfrom asysstats.cli import main\n"
+            f"sys.argv = ['asys', 'stats', '-r', 'hggc_ppu_kern_sum,hggc_ppu_kern_sum:base', '--format', '{fmt}', {str(report)!r}]\n"
+            "try:\n    main()\nexcept SystemExit as exc:\n    assert exc.code in (0, None), exc.code\n"
+            "print('pandas' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.splitlines()[-1] == "False" and "plain" in done.stdout

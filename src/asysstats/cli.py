@@ -16,7 +16,7 @@ from asysstats.helptext import rule_help, rules_list
 from asysstats.io.outputs import CONSOLE, deliver, destination
 from asysstats.io.report import open_report
 from asysstats.progress import progress
-from asysstats.io.writers import FORMATS, render
+from asysstats.io.writers import FORMATS, render_parts
 from asysstats.many.paths import expand_reports
 from asysstats.many.session import ManyOptions, close_reports, open_reports
 from asysstats.quality import CHECK
@@ -104,7 +104,7 @@ def run_opened(opened, rules, parsed, fmts, outs, force, settings, default_set, 
             several = len(targets) > 1  # one output per report: file names and headings name it
             dest = destination(per_report(out, report.path) if several else out, report.path, rule.name, fmt)
             shown = "column" if fmt == "xlsx" and dest.kind == CONSOLE else fmt
-            content = render(result, shown, decimals)
+            content = render_parts(result, shown, decimals)
             if dest.kind == CONSOLE and shown == "column" and (len(rules) > 1 or default_set or several):
                 deliver(f"\n** {rule.title} ({rule.name}){f' - {report.path}' if several else ''}:\n\n", dest, force)
             deliver(content, dest, force)

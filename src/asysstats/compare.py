@@ -19,7 +19,7 @@ from asysstats.engine import Inputs, Result, Settings, run_rule
 from asysstats.errors import AsysError, MissingData
 from asysstats.io.outputs import destination, write_atomically
 from asysstats.io.report import open_report
-from asysstats.io.writers import to_csv
+from asysstats.io.writers import csv_parts
 from asysstats.rules import REGISTRY
 from asysstats.rules.compare_common import as_float
 
@@ -83,7 +83,7 @@ def run_compare(base: str, target: str, output: str | None, force: bool, setting
     if existing and not force:
         raise AsysError(f"{existing[0]} exists; use -f true to overwrite it")
     for rule, path in files.items():
-        write_atomically(path, to_csv(comparison.results[rule]).encode("utf-8"), force)
+        write_atomically(path, csv_parts(comparison.results[rule]), force)
     lines = summary_lines(base, target, comparison)
     lines += ["", "Files:"] + [f"  {p}" for p in files.values()]
     lines += [f"Skipped {note}" for note in comparison.skipped]

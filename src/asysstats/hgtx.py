@@ -46,7 +46,8 @@ _CACHE: "weakref.WeakKeyDictionary[Report, EventTable]" = weakref.WeakKeyDiction
 def all_ranges(report: "Report") -> EventTable:
     """Every push/pop and start/end range of the report (no time window), cached per report."""
     if report not in _CACHE:
-        _CACHE[report] = _build_ranges(report) if report.has("hgtx") else _empty_ranges()
+        _CACHE[report] = report.derived("hgtx_ranges", RANGE_COLUMNS, ("name", "domain", "style"),
+                                        lambda: _build_ranges(report)) if report.has("hgtx") else _empty_ranges()
     return _CACHE[report]
 
 

@@ -27,7 +27,6 @@ PAIR_PERCENT = "pair_percent"
 PAIR_TEXT = "pair_text"  # text values (str or None), never string ids: the sides have different pools
 PAIR_INNER = {PAIR_INT: INT, PAIR_PERCENT: PERCENT, PAIR_TEXT: TEXT}
 COLUMN_KINDS = (INT, PERCENT, RATIO, DECIMAL, TEXT) + tuple(PAIR_INNER)
-QUOTED_KINDS = (TEXT,) + tuple(PAIR_INNER)  # always quoted in CSV
 
 
 @dataclass(frozen=True)

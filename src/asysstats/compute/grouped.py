@@ -79,19 +79,17 @@ def dense_group_ids(keys: Sequence[np.ndarray]) -> tuple[np.ndarray, tuple[np.nd
     key values of each id."""
     from asysstats.io.strings import distinct
 
+    keys = [np.asarray(k) for k in keys]
+    if len(keys) == 1 and keys[0].dtype.kind in "iu":
+        uniq, gid = distinct(keys[0])
+        return gid, (uniq,)
     gid = np.zeros(len(keys[0]), dtype=np.int64)
-    uniques = []
-    for key in keys:
+    for key in keys:  # after each key the ids are renumbered densely, so they stay below the row count
         uniq, index = distinct(key) if key.dtype.kind in "iu" else np.unique(key, return_inverse=True)
-        gid = gid * len(uniq) + index.reshape(-1)
-        uniques.append(uniq)
-    used, gid = distinct(gid)
-    radix = [len(u) for u in uniques]
-    values, rest = [], used
-    for size in reversed(radix):
-        values.append(rest % size)
-        rest = rest // size
-    return gid, tuple(u[v] for u, v in zip(uniques, reversed(values)))
+        gid = distinct(gid * len(uniq) + index.reshape(-1))[1]
+    row = np.zeros(int(gid.max()) + 1 if len(gid) else 0, dtype=np.int64)
+    row[gid] = np.arange(len(gid))  # any row of a group: all its rows hold the same keys
+    return gid, tuple(key[row] for key in keys)
 
 
 def grouped_stats(keys: Sequence[np.ndarray], values: np.ndarray) -> tuple[Groups, dict[str, np.ndarray]]:

@@ -17,9 +17,14 @@ import os
 import shutil
 from pathlib import Path
 
+from typing import Sequence
+
+import numpy as np
 import pyarrow as pa
 
+from asysstats.io.arrow import from_numpy, text_ids, texts_of_ids, to_numpy
 from asysstats.io.outputs import write_atomically
+from asysstats.io.strings import StringPool
 
 VERSION = 1
 
@@ -73,7 +78,8 @@ class ColumnCache:
             return None
 
     def put(self, table: str, column: str, values: pa.ChunkedArray) -> None:
-        """Store a column (written to a temporary file, then renamed into place)."""
+        """Store a column (give it one chunk, so that reuse maps it without a copy), through a
+        temporary file renamed into place."""
         if not self.enabled:
             return
         target = self._file(table, column)
@@ -85,6 +91,22 @@ class ColumnCache:
             os.replace(temp, target)
         except (OSError, pa.ArrowException):
             temp.unlink(missing_ok=True)
+
+    def put_table(self, table: str, columns: dict[str, np.ndarray], text: Sequence[str], strings: StringPool) -> None:
+        """Store numpy columns; the ``text`` columns hold string ids and are stored as text."""
+        for name, values in columns.items():
+            array = texts_of_ids(strings, values) if name in text else from_numpy(values)
+            self.put(table, name, pa.chunked_array([array]))
+
+    def get_table(self, table: str, columns: dict[str, np.dtype], text: Sequence[str],
+                  strings: StringPool) -> dict[str, np.ndarray] | None:
+        """Those of the columns that are stored (``text`` ones interned into ``strings``), or
+        None when none is or their lengths differ."""
+        found = {name: v for name in columns if (v := self.get(table, name)) is not None}
+        if not found or len({len(v) for v in found.values()}) > 1:
+            return None
+        return {name: text_ids(strings, values) if name in text else to_numpy(values, columns[name])
+                for name, values in found.items()}
 
     def drop(self, table: str) -> None:
         """Forget every column of a table (after an inconsistency)."""

@@ -11,7 +11,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from asysstats.io.strings import StringPool
+from asysstats.io.arrow import from_numpy, from_texts, text
+from asysstats.io.strings import StringPool, distinct
 from asysstats.io.tables import NA
 from asysstats.registry import DECIMAL, INT, PAIR_INNER, PERCENT, RATIO, TEXT
 
@@ -55,29 +56,61 @@ def texts(values: np.ndarray, strings: StringPool) -> np.ndarray:
     values = np.asarray(values)
     if values.dtype.kind in "iu":
         return strings.lookup(values)
+    if set(map(type, values.tolist())) <= {str, type(None)}:  # already text: no loop in Python
+        return values.astype(object, copy=False)
     return np.array([None if v is None else str(v) for v in values], dtype=object)
 
 
-def cells(kind: str, values: np.ndarray, strings: StringPool, decimals: int = 1) -> pa.Array:
-    """The printed text of every cell (strings unquoted; missing cells ``-``)."""
+def cells(kind: str, values: np.ndarray, strings: StringPool, decimals: int = 1, csv: bool = False) -> pa.Array:
+    """The printed text of every cell; missing cells ``-``. With ``csv``, the CSV cell:
+    text double-quoted with quotes doubled, numbers bare, a missing cell ``"-"`` (conventions 6-8)."""
     if kind in PAIR_INNER:
         base, target = (cells(PAIR_INNER[kind], side, strings, decimals) for side in pair_sides(values))
-        return pc.binary_join_element_wise(base, target, PAIR_SEPARATOR)
+        joined = pc.binary_join_element_wise(base, target, text(PAIR_SEPARATOR))
+        return quoted(joined) if csv else joined
+    dash = f'"{DASH}"' if csv else DASH
     if kind == TEXT:
-        return pc.fill_null(pa.array(texts(values, strings), type=pa.string()), DASH)
+        return text_cells(values, strings, csv)
     if kind == INT:
         ints, missing = as_integers(values)
-        out = pc.cast(pa.array(ints), pa.string())
+        out = integer_text(ints)
     else:
         places = decimals if kind == PERCENT else 1
         units, missing = rounded(values, places)
-        whole = pc.cast(pa.array(np.abs(units) // 10 ** places), pa.string())
-        number = whole
+        number = integer_text(np.abs(units) // 10 ** places)
         if places:
-            frac = pc.utf8_lpad(pc.cast(pa.array(np.abs(units) % 10 ** places), pa.string()), places, "0")
-            number = pc.binary_join_element_wise(whole, frac, ".")
-        out = pc.binary_join_element_wise(pa.array(np.where(units < 0, "-", "")), number, "")
-    return pc.if_else(pa.array(missing), DASH, out) if missing.any() else out
+            frac = pc.utf8_lpad(integer_text(np.abs(units) % 10 ** places), places, "0")
+            number = pc.binary_join_element_wise(number, frac, text("."))
+        negative = units < 0
+        if negative.any():
+            number = pc.if_else(from_numpy(negative), pc.binary_join_element_wise(text("-"), number, text("")), number)
+        out = number
+    return pc.if_else(from_numpy(missing), text(dash), out) if missing.any() else out
+
+
+def integer_text(values: np.ndarray) -> pa.Array:
+    """Decimal text of int64 values; a column of few distinct values (ids, sizes) is
+    converted once per distinct value."""
+    if len(values) > 1024 and int(values.max()) - int(values.min()) < len(values):  # counted, not sorted
+        uniq, index = distinct(values)
+        if len(uniq) * 8 < len(values):
+            return pc.cast(from_numpy(uniq), pa.string()).take(from_numpy(index))
+    return pc.cast(from_numpy(values), pa.string())
+
+
+def text_cells(values: np.ndarray, strings: StringPool, csv: bool = False) -> pa.Array:
+    """Text of string ids (each distinct id looked up, and for CSV quoted, once) or of
+    strings; a missing cell is ``-`` (``"-"`` in CSV)."""
+    values = np.asarray(values)
+    if values.dtype.kind in "iu":
+        uniq, index = distinct(np.where(values >= 0, values, -1) + 1)  # 0: missing
+        distinct_texts = strings.lookup(uniq - 1)
+    else:
+        distinct_texts, index = texts(values, strings), None
+    dictionary = from_texts([DASH if t is None else t for t in distinct_texts])
+    if csv:
+        dictionary = quoted(dictionary)
+    return dictionary if index is None else dictionary.take(from_numpy(index))
 
 
 def pair_sides(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -89,7 +122,7 @@ def pair_sides(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def quoted(array: pa.Array) -> pa.Array:
     """CSV text cell: always double-quoted, embedded quotes doubled (conventions 7)."""
     escaped = pc.replace_substring(array, '"', '""')
-    return pc.binary_join_element_wise('"', escaped, '"', "")
+    return pc.binary_join_element_wise(text('"'), escaped, text('"'), text(""))
 
 
 def typed_value(kind: str, value: object, decimals: int = 1) -> object:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -95,6 +95,11 @@ class KinetoReport:
     def world_size(self) -> int | None:
         value = distributed_info(self.metadata).get("world_size")
         return value if isinstance(value, int) else None
+
+    def derived(self, name: str, columns: Sequence[str], text: Sequence[str],
+                build: Callable[[], EventTable]) -> EventTable:
+        """A table computed from the report's tables (not cached: see ``Report.derived``)."""
+        return build()
 
     def has(self, logical: str) -> bool:
         return logical in self._tables

@@ -19,9 +19,10 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from asysstats.io.arrow import from_numpy, from_texts
 from asysstats.io.cache import ColumnCache
 from asysstats.io.schema import TABLES
-from asysstats.io.strings import StringPool, distinct
+from asysstats.io.strings import StringPool
 
 FORMAT = 1
 PREFIX = f"kineto{FORMAT}"
@@ -34,14 +35,11 @@ def store(cache: ColumnCache, tables: dict[str, Table], metadata: dict[str, Any]
           strings: StringPool) -> None:
     """Write the tables (schema columns only), then the meta entry that marks them complete."""
     for logical, table in tables.items():
-        for col in TABLES[logical].columns:
-            if col.name in table:
-                values = table[col.name]
-                array = as_text(strings, values) if col.kind in TEXT_KINDS else pa.array(values)
-                cache.put(f"{PREFIX}.{logical}", col.name, pa.chunked_array([array]))
-    cache.put(META, "metadata", pa.chunked_array([pa.array([json.dumps(metadata)])]))
-    cache.put(META, "unlinked", pa.chunked_array([pa.array([unlinked], pa.int64())]))
-    cache.put(META, "tables", pa.chunked_array([pa.array(list(tables), pa.string())]))
+        columns = {c.name: table[c.name] for c in TABLES[logical].columns if c.name in table}
+        cache.put_table(f"{PREFIX}.{logical}", columns, text_columns(logical), strings)
+    cache.put(META, "metadata", pa.chunked_array([from_texts([json.dumps(metadata)])]))
+    cache.put(META, "unlinked", pa.chunked_array([from_numpy(np.array([unlinked], np.int64))]))
+    cache.put(META, "tables", pa.chunked_array([from_texts(list(tables))]))
 
 
 def load(cache: ColumnCache, strings: StringPool) -> tuple[dict[str, Table], dict[str, Any], int] | None:
@@ -55,13 +53,9 @@ def load(cache: ColumnCache, strings: StringPool) -> tuple[dict[str, Table], dic
     for logical in names.to_pylist():
         if logical not in TABLES:
             return None
-        table: Table = {}
-        for col in TABLES[logical].columns:
-            column = cache.get(f"{PREFIX}.{logical}", col.name)
-            if column is not None:
-                table[col.name] = from_text(strings, column) if col.kind in TEXT_KINDS else \
-                    np.array(column.to_numpy(), dtype=np.float64 if col.kind == "float" else np.int64)
-        if not table or len({len(v) for v in table.values()}) != 1:
+        dtypes = {c.name: np.dtype(np.float64 if c.kind == "float" else np.int64) for c in TABLES[logical].columns}
+        table = cache.get_table(f"{PREFIX}.{logical}", dtypes, text_columns(logical), strings)
+        if table is None:
             return None
         tables[logical] = table
     try:
@@ -70,22 +64,5 @@ def load(cache: ColumnCache, strings: StringPool) -> tuple[dict[str, Table], dic
         return None
 
 
-def as_text(strings: StringPool, ids: np.ndarray) -> pa.DictionaryArray:
-    """String ids as dictionary-encoded text (a missing id, -1, as null)."""
-    valid = ids >= 0
-    uniq, inverse = distinct(np.where(valid, ids, 0))
-    dictionary = pa.array(list(strings.lookup(uniq)), pa.string())
-    indices = pa.array(inverse.astype(np.int32), mask=~valid)
-    return pa.DictionaryArray.from_arrays(indices, dictionary)
-
-
-def from_text(strings: StringPool, column: pa.ChunkedArray) -> np.ndarray:
-    """Dictionary-encoded text interned into the pool: the run's string ids (-1 for null)."""
-    array = column.combine_chunks()
-    if not pa.types.is_dictionary(array.type):
-        array = array.dictionary_encode()
-    ids = strings.intern(array.dictionary.to_pylist())
-    out = np.full(len(array), -1, np.int64)
-    valid = array.indices.is_valid().to_numpy(zero_copy_only=False)
-    out[valid] = ids[array.indices.to_numpy(zero_copy_only=False)[valid].astype(np.int64)]
-    return out
+def text_columns(logical: str) -> tuple[str, ...]:
+    return tuple(c.name for c in TABLES[logical].columns if c.kind in TEXT_KINDS)

@@ -13,6 +13,7 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterable
 
 from asysstats.errors import AsysError, OutputClosed
 
@@ -45,32 +46,48 @@ def destination(output: str | None, report: Path, rule: str, fmt: str) -> Destin
     return Destination(FILE, str(folder / name))
 
 
-def deliver(content: str | bytes, dest: Destination, force: bool) -> None:
-    data = content.encode("utf-8") if isinstance(content, str) else content
+def deliver(content: str | bytes | Iterable[bytes | memoryview], dest: Destination, force: bool) -> None:
+    """Write the content (text, bytes, or pieces of bytes written as they come) to ``dest``."""
+    parts: Iterable[bytes | memoryview] = [content.encode("utf-8")] if isinstance(content, str) else \
+        [content] if isinstance(content, bytes) else content
     if dest.kind == CONSOLE:
         try:
-            sys.stdout.write(content if isinstance(content, str) else data.decode("utf-8", "replace"))
             sys.stdout.flush()
+            out = getattr(sys.stdout, "buffer", None)
+            for part in parts:
+                if out is None:
+                    sys.stdout.write(bytes(part).decode("utf-8", "replace"))
+                else:
+                    out.write(part)
+            (out or sys.stdout).flush()
         except BrokenPipeError as exc:  # raised as our own error, which click does not turn into exit 1
             raise OutputClosed() from exc
     elif dest.kind == PIPE:
         sys.stdout.flush()
-        done = subprocess.run(dest.target, shell=True, input=data, check=False)
+        done = subprocess.run(dest.target, shell=True, input=b"".join(parts), check=False)
         if done.returncode != 0:
             raise AsysError(f"output command '{dest.target}' failed with exit status {done.returncode}")
     else:
-        write_atomically(Path(dest.target), data, force)
+        write_atomically(Path(dest.target), parts, force)
 
 
-def write_atomically(path: Path, data: bytes, force: bool) -> None:
+def write_atomically(path: Path, data: bytes | Iterable[bytes | memoryview], force: bool) -> None:
     """Write through a temporary file in the same folder, then rename over the target."""
     if path.exists() and not force:
         raise AsysError(f"{path} exists; use -f true to overwrite it")
     handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(handle, "wb") as out:
-            out.write(data)
+            for part in [data] if isinstance(data, bytes) else data:
+                out.write(part)
+        os.chmod(temp, 0o666 & ~current_umask())  # mkstemp makes the file private (0600)
         os.replace(temp, path)
     except BaseException:
         Path(temp).unlink(missing_ok=True)
         raise
+
+
+def current_umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask

@@ -15,13 +15,14 @@ import tempfile
 import urllib.parse
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from asysstats.errors import AsysError, MissingData
+from asysstats.io.arrow import text_ids, to_numpy
 from asysstats.io.cache import ColumnCache
 from asysstats.io.schema import ASYSREP, DIALECT_MARKERS, NSYS, TABLES, Col, TableSpec
 from asysstats.io.strings import StringPool
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
 SQLITE_MAGIC = b"SQLite format 3\x00"
 LOCK_TIMEOUT_S = 2.0  # how long to wait for a writer's lock before giving up
 PARALLEL_READ_ROWS = 1_000_000  # tables with more rows are read in slices on parallel threads
+DERIVED_FORMAT = 1  # bump when a derived table (hgtx.all_ranges) is built differently
 
 
 def check_report_file(path: Path) -> None:
@@ -139,6 +141,20 @@ class Report:
     def missing_message(self, logical: str) -> str:
         return missing_message(self.path, TABLES[logical])
 
+    def derived(self, name: str, columns: Sequence[str], text: Sequence[str],
+                build: Callable[[], EventTable]) -> EventTable:
+        """A table of int64 ``columns`` computed from the report by ``build`` (the ``text``
+        columns hold string ids), kept in the column cache so that later runs skip the work."""
+        if self._column_cache is None:
+            return build()
+        table = f"derived{DERIVED_FORMAT}.{name}"
+        found = self._column_cache.get_table(table, dict.fromkeys(columns, np.dtype(np.int64)), text, self.strings)
+        if found is not None and len(found) == len(columns):
+            return EventTable(found)
+        built = build()
+        self._column_cache.put_table(table, {c: built[c] for c in columns}, text, self.strings)
+        return built
+
     # -- loading ---------------------------------------------------------------------
     def load(self, logical: str, columns: Sequence[str] = ()) -> EventTable:
         """The logical table with the given columns (all when empty); raises MissingData."""
@@ -165,7 +181,7 @@ class Report:
 
     def _read_and_cache(self, table: str, cols: list[Col]) -> dict[str, pa.ChunkedArray]:
         arrow = self._read_arrow(table, self._select(table, cols), cols)
-        columns = {c.name: arrow.column(c.name) for c in cols}
+        columns = {c.name: pa.chunked_array([arrow.column(c.name).combine_chunks()]) for c in cols}
         if self._column_cache is not None:
             for name, values in columns.items():
                 self._column_cache.put(table, name, values)
@@ -206,7 +222,9 @@ class Report:
         """Read with connectorx; large tables in rowid slices on parallel threads, kept in order."""
         import connectorx
 
-        lo, hi = self._query(table, f'SELECT min(rowid), max(rowid) FROM "{table}"')[0]
+        # separate queries: SQLite answers a lone min() or max() of the rowid from the b-tree,
+        # but both in one query scan the table
+        lo, hi = (self.scalar(table, f'SELECT {end}(rowid) FROM "{table}"') for end in ("min", "max"))
         parts = min(os.cpu_count() or 1, 4)
         if lo is None or hi - lo < PARALLEL_READ_ROWS or parts < 2:
             return connectorx.read_sql(self._cx_uri(), query, return_type="arrow")
@@ -221,7 +239,7 @@ class Report:
 
     def _to_numpy(self, column: pa.ChunkedArray, col: Col, table: str) -> np.ndarray:
         if col.kind == "text":
-            return self._intern_text(column)
+            return text_ids(self.strings, column)
         if column.null_count == len(column):  # connectorx may type an all-NULL column as text
             column = pa.chunked_array([pa.nulls(len(column), pa.int64())])
         if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
@@ -234,17 +252,6 @@ class Report:
         if column.null_count:
             column = pc.fill_null(column, col.fill)
         return to_numpy(column, np.dtype(np.float64 if col.kind == "float" else np.int64))
-
-    def _intern_text(self, column: pa.ChunkedArray) -> np.ndarray:
-        out = np.full(len(column), -1, dtype=np.int64)
-        if len(column) == 0 or column.null_count == len(column):
-            return out
-        encoded = pc.dictionary_encode(column.cast(pa.string())).combine_chunks()
-        ids = self.strings.intern(encoded.dictionary.to_pylist())
-        indices = encoded.indices.to_numpy(zero_copy_only=False)
-        valid = encoded.indices.is_valid().to_numpy(zero_copy_only=False)
-        out[valid] = ids[indices[valid].astype(np.int64)]
-        return out
 
     def _fetch_strings(self, ids: list[int]) -> Iterable[tuple[int, str]]:
         if "StringIds" not in self._tables:
@@ -276,16 +283,6 @@ def open_report(path: str | os.PathLike[str], cache: bool = True) -> "Report | K
     if Path(path).is_file() and looks_like_json_trace(Path(path)):
         return KinetoReport(path, cache=cache)
     return Report(path, cache=cache)
-
-
-def to_numpy(column: pa.ChunkedArray, dtype: np.dtype) -> np.ndarray:
-    """The values of a NULL-free fixed-width column as numpy, without a copy for a single
-    chunk (a memory-mapped cache file) and without pyarrow's pandas-importing converter."""
-    parts = [np.frombuffer(chunk.buffers()[1], dtype=dtype, count=len(chunk), offset=chunk.offset * dtype.itemsize)
-             for chunk in column.chunks if len(chunk)]
-    if not parts:
-        return np.empty(0, dtype=dtype)
-    return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
 
 def derive_ids(table: EventTable) -> EventTable:

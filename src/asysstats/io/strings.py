@@ -17,17 +17,42 @@ MISSING = -1
 Fetch = Callable[[list[int]], Iterable[tuple[int, str]]]
 
 
+DENSE_SPAN = 1 << 25  # value ranges up to this size are counted in a table, not sorted
+
+
 def distinct(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Distinct values of a non-negative int array and each row's index into them."""
+    """Distinct values of an int array (sorted) and each row's index into them.
+
+    Values in a dense range (report string ids, and derived ids, which start at
+    ``DERIVED_BASE``) are counted in a table, in time linear in the rows; others are sorted."""
     ids = np.asarray(ids, dtype=np.int64)
-    if len(ids) and ids.min() >= 0 and ids.max() < 1 << 25:
-        present = np.zeros(int(ids.max()) + 1, dtype=np.int64)
-        present[ids] = 1
-        uniq = np.flatnonzero(present)
-        slot = np.cumsum(present) - 1
-        return uniq, slot[ids]
+    if len(ids) == 0:
+        return ids[:0], np.empty(0, np.int64)
+    low, high = int(ids.min()), int(ids.max())
+    span = min(DENSE_SPAN, 4 * len(ids) + 4096)  # a table much larger than the rows costs more than a sort
+    if high - low < span:
+        uniq, index = dense_distinct(ids - low if low else ids, high - low)
+        return uniq + low if low else uniq, index
+    if low >= 0 and high >= DERIVED_BASE:  # report ids and derived ids: fold the gap between them
+        derived = ids >= DERIVED_BASE
+        first_derived = int(ids[derived].min())
+        below = int(ids[~derived].max()) + 1 if not derived.all() else 0
+        if below + high - first_derived < span:
+            shift = first_derived - below
+            uniq, index = dense_distinct(ids - derived * shift, below + high - first_derived)
+            return uniq + (uniq >= below) * shift, index
     uniq, inverse = np.unique(ids, return_inverse=True)
     return uniq, inverse.reshape(-1)
+
+
+def dense_distinct(values: np.ndarray, high: int) -> tuple[np.ndarray, np.ndarray]:
+    """``distinct`` of values in ``[0, high]`` by a presence table."""
+    present = np.zeros(high + 1, dtype=np.bool_)
+    present[values] = True
+    uniq = np.flatnonzero(present)
+    slot = np.zeros(high + 1, dtype=np.int32 if len(uniq) < 2 ** 31 else np.int64)
+    slot[uniq] = np.arange(len(uniq))
+    return uniq, slot[values].astype(np.int64)
 
 
 class StringPool:
@@ -73,15 +98,13 @@ class StringPool:
     def map_distinct(self, ids: np.ndarray, fn: Callable[[str], str]) -> np.ndarray:
         """Per-row ids of ``fn(text)``, computing ``fn`` once per distinct id."""
         ids = np.asarray(ids, dtype=np.int64)
-        valid = ids >= 0
-        out = np.full(len(ids), MISSING, dtype=np.int64)
-        if not valid.any():
-            return out
-        uniq, inverse = distinct(ids[valid])
-        self.load(uniq.tolist())
-        mapped = self.intern(fn(self._resolved(int(u))) for u in uniq)
-        out[valid] = mapped[inverse]
-        return out
+        uniq, inverse = distinct(ids + 1)  # 0: missing
+        texts = uniq[uniq > 0] - 1
+        self.load(texts.tolist())
+        mapped = self.intern(fn(self._resolved(int(u))) for u in texts)
+        if len(texts) < len(uniq):
+            mapped = np.concatenate([[MISSING], mapped])
+        return mapped[inverse]
 
     def canonical(self, ids: np.ndarray) -> np.ndarray:
         """Per-row ids where equal strings share one id (the report may repeat a value)."""
@@ -102,10 +125,9 @@ class StringPool:
 
     def sort_rank(self, ids: np.ndarray) -> np.ndarray:
         """Integer ranks that order rows by their string (missing first)."""
-        ids = np.asarray(ids, dtype=np.int64)
-        uniq, inverse = np.unique(ids, return_inverse=True)
+        uniq, inverse = distinct(ids)
         texts = self.lookup(uniq)
         order = sorted(range(len(uniq)), key=lambda i: (texts[i] is not None, texts[i] or ""))
         rank = np.empty(len(uniq), dtype=np.int64)
         rank[order] = np.arange(len(uniq))
-        return rank[inverse.reshape(-1)]
+        return rank[inverse]

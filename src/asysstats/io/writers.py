@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import json
+from typing import Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -15,34 +16,41 @@ import pyarrow.compute as pc
 
 from asysstats.engine import Result
 from asysstats.errors import AsysError
-from asysstats.io.format import DASH, cells, pair_sides, quoted, texts, typed_value
-from asysstats.registry import INT, PAIR_INNER, PAIR_TEXT, QUOTED_KINDS, TEXT
+from asysstats.io.arrow import from_numpy, lines_bytes, text, text_bytes
+from asysstats.io.format import DASH, cells, pair_sides, texts, typed_value
+from asysstats.registry import INT, PAIR_INNER, PAIR_TEXT, TEXT
 
 FORMATS = ("column", "csv", "json", "xlsx", "py")
 
 
-def _cell_columns(result: Result, decimals: int) -> list[pa.Array]:
-    return [cells(c.kind, result.frame[c.name], result.strings, decimals) for c in result.columns]
+CHUNK_ROWS = 1 << 18  # CSV is formatted and written this many rows at a time (bounded memory)
+
+
+def _cell_columns(result: Result, decimals: int, rows: slice = slice(None), csv: bool = False) -> list[pa.Array]:
+    return [cells(c.kind, result.frame[c.name][rows], result.strings, decimals, csv) for c in result.columns]
+
+
+def row_numbers(start: int, stop: int) -> pa.Array:
+    return pc.cast(from_numpy(np.arange(start + 1, stop + 1)), pa.string())
+
+
+def csv_parts(result: Result, decimals: int = 1) -> Iterator[bytes | memoryview]:
+    """Header ``Row#,<columns>,``; text always quoted, numbers never; each line ends with ','."""
+    yield (",".join(["Row#"] + [c.name for c in result.columns]) + ",\n").encode("utf-8")
+    for start in range(0, result.rows, CHUNK_ROWS):
+        stop = min(start + CHUNK_ROWS, result.rows)
+        columns = _cell_columns(result, decimals, slice(start, stop), csv=True)
+        yield text_bytes(pc.binary_join_element_wise(row_numbers(start, stop), *columns, text("\n"), text(",")))
 
 
 def to_csv(result: Result, decimals: int = 1) -> str:
-    """Header ``Row#,<columns>,``; text always quoted, numbers never; each line ends with ','."""
-    header = ",".join(["Row#"] + [c.name for c in result.columns]) + ",\n"
-    if result.rows == 0:
-        return header
-    columns = []
-    for col, array in zip(result.columns, _cell_columns(result, decimals)):
-        quote = col.kind in QUOTED_KINDS
-        columns.append(quoted(array) if quote else pc.if_else(pc.equal(array, DASH), '"-"', array))
-    row_numbers = pc.cast(pa.array(np.arange(1, result.rows + 1)), pa.string())
-    lines = pc.binary_join_element_wise(row_numbers, *columns, "", ",")
-    return header + "\n".join(lines.to_pylist()) + "\n"
+    return b"".join(csv_parts(result, decimals)).decode("utf-8")
 
 
 def to_column(result: Result, decimals: int = 1) -> str:
     """An aligned, human-readable table: numbers right-aligned, text left-aligned."""
     names = ["Row#"] + [c.name for c in result.columns]
-    arrays = [pc.cast(pa.array(np.arange(1, result.rows + 1)), pa.string())] + _cell_columns(result, decimals)
+    arrays = [row_numbers(0, result.rows)] + _cell_columns(result, decimals)
     kinds = [INT] + [c.kind for c in result.columns]
     padded = []
     for name, array, kind in zip(names, arrays, kinds):
@@ -54,8 +62,8 @@ def to_column(result: Result, decimals: int = 1) -> str:
     rule = "  ".join(p[1] for p in padded)
     if result.rows == 0:
         return f"{header}\n{rule}\n"
-    body = pc.utf8_rtrim_whitespace(pc.binary_join_element_wise(*[p[2] for p in padded], "  "))
-    return f"{header}\n{rule}\n" + "\n".join(body.to_pylist()) + "\n"
+    body = pc.utf8_rtrim_whitespace(pc.binary_join_element_wise(*[p[2] for p in padded], text("  ")))
+    return f"{header}\n{rule}\n" + bytes(lines_bytes(body)).decode("utf-8")
 
 
 def typed_values(kind: str, values: np.ndarray, result: Result, decimals: int) -> list[object]:
@@ -142,13 +150,16 @@ def to_lines(result: Result) -> str:
     return "".join(f"{'' if v is None else v}\n" for v in values)
 
 
-def render(result: Result, fmt: str, decimals: int = 1) -> str | bytes:
-    if fmt == "py":
-        return to_lines(result)
+def render_parts(result: Result, fmt: str, decimals: int = 1) -> Iterator[bytes | memoryview]:
+    """The output of a result in a format, as consecutive pieces of bytes (CSV streams)."""
     if fmt == "csv":
-        return to_csv(result, decimals)
-    if fmt == "json":
-        return to_json(result, decimals)
-    if fmt == "xlsx":
-        return to_xlsx(result, decimals)
-    return to_column(result, decimals)
+        yield from csv_parts(result, decimals)
+        return
+    writer = {"py": lambda r, d: to_lines(r), "json": to_json, "xlsx": to_xlsx}.get(fmt, to_column)
+    content = writer(result, decimals)
+    yield content.encode("utf-8") if isinstance(content, str) else content
+
+
+def render(result: Result, fmt: str, decimals: int = 1) -> str | bytes:
+    data = b"".join(render_parts(result, fmt, decimals))
+    return data if fmt == "xlsx" else data.decode("utf-8")

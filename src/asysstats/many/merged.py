@@ -15,7 +15,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -61,6 +61,11 @@ class MergedReport:
 
     def __repr__(self) -> str:
         return f"MergedReport({len(self.members)} reports on {self.executor.name})"
+
+    def derived(self, name: str, columns: Sequence[str], text: Sequence[str],
+                build: Callable[[], EventTable]) -> EventTable:
+        """A table computed from the report's tables (not cached: see ``Report.derived``)."""
+        return build()
 
     def has(self, logical: str) -> bool:
         return any(logical in m.info.physical for m in self.members)

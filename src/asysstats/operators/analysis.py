@@ -28,10 +28,12 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from asysstats.compute.grouped import dense_group_ids
 from asysstats.compute.intervals import enclosing_pairs
 from asysstats.correlate import Pairs, correlate
 from asysstats.engine import Inputs
 from asysstats.hgtx import all_ranges, launch_rows, runtime_calls
+from asysstats.io.strings import distinct
 from asysstats.io.tables import EventTable
 from asysstats.operators.activities import load_activities, range_filter
 from asysstats.operators.catalog import FRAMEWORK, LIBRARY
@@ -128,9 +130,8 @@ def instance_ids(an: "Analysis", rows: np.ndarray, graph: np.ndarray, act: np.nd
     out = rows.copy()
     split = np.flatnonzero((rows >= 0) & graph)
     if len(split):
-        launch = np.stack([rows[split], an.acts["pid"][act[split]], an.acts["correlationId"][act[split]]], axis=1)
-        _, index = np.unique(launch, axis=0, return_inverse=True)
-        out[split] = an.ops.rows + an.acts.rows + index.reshape(-1)
+        index, _ = dense_group_ids([rows[split], an.acts["pid"][act[split]], an.acts["correlationId"][act[split]]])
+        out[split] = an.ops.rows + an.acts.rows + index
     return out
 
 
@@ -151,7 +152,7 @@ def merge_prefill_decode(inputs: Inputs, ops: EventTable, parsed: list[Parsed],
     cand = (ops["globalTid"][first] == ops["globalTid"][second]) & ~is_decode[first] & is_decode[second]
     first, second = first[cand], second[cand]
     calls = runtime_calls(inputs.report)
-    launched = np.unique(launch_rows(calls, acts))
+    launched = distinct(launch_rows(calls, acts))[0]
     launched = launched[launched >= 0]
     hit, _ = enclosing_pairs(ops["globalTid"][first], ops["end"][first], ops["start"][second],
                              calls["globalTid"][launched], calls["start"][launched])

@@ -7,6 +7,7 @@ from typing import Sequence
 
 import numpy as np
 
+from asysstats.compute.grouped import dense_group_ids
 from asysstats.engine import Inputs
 from asysstats.io.schema import MEM_KIND_LABELS, MEMCPY_KIND_LABELS, NSYS, NSYS_MEM_KIND_LABELS
 from asysstats.io.strings import StringPool
@@ -18,14 +19,11 @@ def row_index(table_keys: Sequence[np.ndarray], query_keys: Sequence[np.ndarray]
     n = len(table_keys[0])
     if n == 0:
         return np.full(len(query_keys[0]), -1, dtype=np.int64)
-    code = np.zeros(n + len(query_keys[0]), dtype=np.int64)
-    for table_key, query_key in zip(table_keys, query_keys):  # one dense code for the key tuple
-        uniq, inverse = np.unique(np.concatenate([table_key, query_key]).astype(np.int64), return_inverse=True)
-        code = np.unique(code * len(uniq) + inverse.reshape(-1), return_inverse=True)[1].reshape(-1)
-    table_code, query_code = code[:n], code[n:]
-    uniq, first = np.unique(table_code, return_index=True)
-    slot = np.minimum(np.searchsorted(uniq, query_code), len(uniq) - 1)
-    return np.where(uniq[slot] == query_code, first[slot], -1)
+    code, _ = dense_group_ids([np.concatenate([t, q]).astype(np.int64) for t, q in zip(table_keys, query_keys)])
+    first = np.full(int(code.max()) + 1, n, dtype=np.int64)
+    np.minimum.at(first, code[:n], np.arange(n))
+    found = first[code[n:]]
+    return np.where(found < n, found, -1)
 
 
 def take_or_na(values: np.ndarray, rows: np.ndarray, missing: int = NA) -> np.ndarray:
@@ -37,10 +35,10 @@ def take_or_na(values: np.ndarray, rows: np.ndarray, missing: int = NA) -> np.nd
 
 def triple_ids(pool: StringPool, x: np.ndarray, y: np.ndarray, z: np.ndarray) -> np.ndarray:
     """String ids of ``"x y z"`` per row (grid and block dimensions)."""
-    triples = np.stack([np.asarray(x), np.asarray(y), np.asarray(z)], axis=1).astype(np.int64)
-    uniq, inverse = np.unique(triples, axis=0, return_inverse=True)
-    ids = pool.intern(f"{a} {b} {c}" for a, b, c in uniq.tolist())
-    return ids[inverse.reshape(-1)] if len(ids) else np.empty(0, np.int64)
+    if len(x) == 0:
+        return np.empty(0, np.int64)
+    index, (xs, ys, zs) = dense_group_ids([np.asarray(v, dtype=np.int64) for v in (x, y, z)])
+    return pool.intern(f"{a} {b} {c}" for a, b, c in zip(xs.tolist(), ys.tolist(), zs.tolist()))[index]
 
 
 def device_names(inputs: Inputs) -> dict[int, str]:

@@ -55,6 +55,11 @@ class Links:
         self.pid = np.where(r >= 0, self.range_cell("pid"), self.kernels["pid"][k])
         self.tid = np.where(r >= 0, self.range_cell("tid"), take_or_na(calls["tid"], call))
 
+    def reorder(self, order: np.ndarray) -> None:
+        """Put the (range, kernel) rows in ``order``."""
+        for name in ("range_row", "kernel_row", "via_graph", "call_start", "call_duration", "pid", "tid"):
+            setattr(self, name, getattr(self, name)[order])
+
     def range_cell(self, column: str, missing: int = NA) -> np.ndarray:
         return np.where(self.range_row >= 0, self.ranges[column][np.maximum(self.range_row, 0)], missing) \
             if self.ranges.rows else np.full(len(self.range_row), missing, np.int64)
@@ -118,18 +123,21 @@ KERN_SUM = Rule(
 
 def kern_trace(inputs: Inputs, options: Mapping[str, Any]) -> dict:
     links = Links(inputs, options)
-    k, kernels = links.kernel_row, links.kernels
-    names = kernel_name_ids(inputs.strings, kernels, name_mode(options))[k]
-    mangled = kernel_name_ids(inputs.strings, kernels, "mangled")[k]
+    kernels = links.kernels
+    kernel_names = kernel_name_ids(inputs.strings, kernels, name_mode(options))
+    k = links.kernel_row
     range_name = links.range_cell("name", -1)
-    range_start = links.range_cell("start", np.iinfo(np.int64).min)
-    order = np.lexsort((links.range_cell("rangeId"), inputs.strings.sort_rank(range_name), range_start,
-                        kernels["row"][k], inputs.strings.sort_rank(names), kernels["start"][k]))
+    order = np.lexsort((links.range_cell("rangeId"), inputs.strings.sort_rank(range_name),
+                        links.range_cell("start", np.iinfo(np.int64).min), kernels["row"][k],
+                        inputs.strings.sort_rank(kernel_names)[k], kernels["start"][k]))
+    links.reorder(order)  # every column below is gathered once, in output order
+    k = links.kernel_row
     grid, block = dimension_ids(inputs, kernels)
     graph_node = kernels["graphNodeId"][k]
     from_graph = graph_node >= 0
-    frame = {
-        "Range Name": range_name, "Style": links.range_cell("style", -1), "PID": links.pid, "TID": links.tid,
+    return {
+        "Range Name": links.range_cell("name", -1), "Style": links.range_cell("style", -1),
+        "PID": links.pid, "TID": links.tid,
         "Device ID": kernels["deviceId"][k], "Context ID": kernels["contextId"][k],
         "Stream ID": kernels["streamId"][k], "HGTX Range ID": links.range_cell("rangeId"),
         "Kernel Exec ID": kernels["row"][k], "Kernel Start (ns)": kernels["start"][k],
@@ -138,9 +146,8 @@ def kern_trace(inputs: Inputs, options: Mapping[str, Any]) -> dict:
         "GridXYZ": grid[k], "BlockXYZ": block[k], "Correlation ID": kernels["correlationId"][k],
         "Graph ID": np.where(from_graph, kernels["graphId"][k], NA),
         "Graph Node ID": np.where(from_graph, graph_node, NA),
-        "Kernel Name": names, "Mangled Name": mangled,
+        "Kernel Name": kernel_names[k], "Mangled Name": kernel_name_ids(inputs.strings, kernels, "mangled")[k],
     }
-    return {name: values[order] for name, values in frame.items()}
 
 
 TRACE_COLUMNS = (

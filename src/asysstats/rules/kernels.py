@@ -18,7 +18,9 @@ KERNEL_COLUMNS = ("start", "end", "deviceId", "correlationId", "globalPid", "dem
 
 def kernel_columns(options: Mapping[str, Any], *extra: str) -> tuple[str, ...]:
     """The kernel columns a rule reads with these name options, and no more (reading is the cost)."""
-    columns = ["start", "end", "deviceId", "demangledName", *extra]
+    columns = ["start", "end", "demangledName", *extra]
+    if options.get("device") is not None:
+        columns.append("deviceId")
     if options.get("mangled"):
         columns.append("mangledName")
     if options.get("hgtx-name"):

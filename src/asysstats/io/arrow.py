@@ -1,0 +1,111 @@
+"""numpy and Python values to Arrow arrays, and Arrow text to bytes, without ``pa.array``.
+
+``pa.array`` and ``pa.scalar`` (which compute functions call on a Python ``str``
+argument) import pandas on first use (0.3–0.7 s of every run); building arrays from
+buffers does not, and it never makes a Python object per value.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from asysstats.io.strings import StringPool, distinct
+
+
+def from_numpy(values: np.ndarray) -> pa.Array:
+    """A 1-d numeric or bool numpy array as an Arrow array (no nulls; zero-copy when contiguous)."""
+    values = np.ascontiguousarray(values)
+    if values.dtype == np.bool_:
+        bits = np.packbits(values, bitorder="little")
+        return pa.Array.from_buffers(pa.bool_(), len(values), [None, pa.py_buffer(bits)])
+    return pa.Array.from_buffers(pa.from_numpy_dtype(values.dtype), len(values), [None, pa.py_buffer(values)])
+
+
+def from_texts(values: Sequence[str | None]) -> pa.Array:
+    """Strings (``None`` for null) as an Arrow string array; 64-bit offsets for large text.
+    Joined and encoded in one piece (C loops), per string only for non-ASCII text."""
+    items = np.asarray(values, dtype=object).reshape(-1)
+    valid = items != None  # noqa: E711 (element-wise)
+    if not valid.all():
+        items = np.where(valid, items, "")
+    strings = items.tolist()
+    joined = "".join(strings)
+    data = joined.encode("utf-8", "surrogatepass")
+    if len(data) != len(joined):  # some text is not ASCII: count bytes per string
+        strings = [s.encode("utf-8", "surrogatepass") for s in strings]
+    kind, width = (pa.string(), np.int32) if len(data) < 2 ** 31 else (pa.large_string(), np.int64)
+    offsets = np.zeros(len(strings) + 1, dtype=width)
+    np.cumsum(np.fromiter(map(len, strings), dtype=np.int64, count=len(strings)), out=offsets[1:])
+    validity = None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
+    return pa.Array.from_buffers(kind, len(strings), [validity, pa.py_buffer(offsets), pa.py_buffer(data)])
+
+
+def to_numpy(column: pa.Array | pa.ChunkedArray, dtype: np.dtype) -> np.ndarray:
+    """The values of a fixed-width column as numpy (whatever lies under a null), without a
+    copy for a single chunk (a memory-mapped cache file)."""
+    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+    parts = [np.frombuffer(chunk.buffers()[1], dtype=dtype, count=len(chunk), offset=chunk.offset * dtype.itemsize)
+             for chunk in chunks if len(chunk)]
+    if not parts:
+        return np.empty(0, dtype=dtype)
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+
+def valid_mask(array: pa.Array) -> np.ndarray:
+    """True where ``array`` holds a value (not null)."""
+    bitmap = array.buffers()[0]
+    if bitmap is None or array.null_count == 0:
+        return np.ones(len(array), dtype=bool)
+    bits = np.unpackbits(np.frombuffer(bitmap, dtype=np.uint8), bitorder="little")
+    return bits[array.offset:array.offset + len(array)].astype(bool)
+
+
+def text_ids(strings: StringPool, column: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """A text column (plain or dictionary-encoded) interned into the pool: the run's string
+    ids, -1 for null; each distinct text is interned once."""
+    out = np.full(len(column), -1, dtype=np.int64)
+    if len(column) == 0 or column.null_count == len(column):
+        return out
+    array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    if not pa.types.is_dictionary(array.type):
+        array = pc.dictionary_encode(array.cast(pa.string()))
+    ids = strings.intern(array.dictionary.to_pylist())
+    indices = to_numpy(array.indices, np.dtype(f"int{array.indices.type.bit_width}"))
+    valid = valid_mask(array.indices)
+    out[valid] = ids[indices[valid].astype(np.int64)]
+    return out
+
+
+def texts_of_ids(strings: StringPool, ids: np.ndarray) -> pa.DictionaryArray:
+    """String ids as dictionary-encoded text (a missing id, -1, as null): the inverse of
+    :func:`text_ids`, to store text rather than a run's ids."""
+    valid = ids >= 0
+    uniq, inverse = distinct(np.where(valid, ids, 0))
+    dictionary = from_texts(list(strings.lookup(uniq)))
+    indices = pa.Array.from_buffers(pa.int32(), len(ids), [pa.py_buffer(np.packbits(valid, bitorder="little")),
+                                                          pa.py_buffer(inverse.astype(np.int32))])
+    return pa.DictionaryArray.from_arrays(indices, dictionary)
+
+
+def text(value: str) -> pa.Scalar:
+    """A string scalar for compute functions (pass it instead of a Python ``str``)."""
+    return from_texts([value])[0]
+
+
+def text_bytes(array: pa.Array) -> memoryview:
+    """The concatenated UTF-8 of a string array without nulls: its data buffer, sliced, not copied."""
+    if len(array) == 0:
+        return memoryview(b"")
+    width = np.int64 if pa.types.is_large_string(array.type) else np.int32
+    offsets = np.frombuffer(array.buffers()[1], dtype=width, count=len(array) + 1,
+                            offset=array.offset * np.dtype(width).itemsize)
+    return memoryview(array.buffers()[2])[int(offsets[0]):int(offsets[-1])]
+
+
+def lines_bytes(lines: pa.Array) -> memoryview:
+    """Every string followed by a newline, as one piece of bytes."""
+    return text_bytes(pc.binary_join_element_wise(lines, text("\n"), text("")))
