@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from asysstats.compute.intervals import distinct_sorted
 from asysstats.operators.catalog import DEFAULT_DTYPE, DTYPES, PEAK_FIELDS, TABLE_PEAKS, find_device
 from asysstats.operators.parsers import Parsed
 
@@ -139,7 +140,7 @@ def peak_arrays(inputs: "Inputs", devices: np.ndarray, dtypes: np.ndarray,
     table = device_peaks(inputs)
     flops = np.full(len(devices), math.nan)
     bandwidth = np.full(len(devices), math.nan)
-    for device in np.unique(devices).tolist():
+    for device in distinct_sorted(np.sort(devices)).tolist():
         rows = devices == device
         figures = table.get(device, {})
         bandwidth[rows] = figures.get("bandwidth", math.nan)

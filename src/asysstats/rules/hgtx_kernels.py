@@ -13,6 +13,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from asysstats.compute.grouped import group_by, grouped_stats
+from asysstats.compute.intervals import distinct_sorted
 from asysstats.correlate import Pairs, activity_table, correlate
 from asysstats.engine import Inputs
 from asysstats.hgtx import launch_rows, load_ranges, name_filter, pair_key, runtime_calls
@@ -72,10 +73,11 @@ def kern_sum(inputs: Inputs, options: Mapping[str, Any]) -> dict:
     groups = group_by([range_name, style, links.pid, links.tid, names])
     label = groups.label()
     # a kernel counts once per group (nested ranges of one name would count it twice)
-    distinct = np.unique(pair_key(label, links.kernel_row))
+    distinct = distinct_sorted(np.sort(pair_key(label, links.kernel_row)))
     k_label, k_row = distinct >> 32, distinct & 0xFFFFFFFF
     _, stats = grouped_stats([k_label], links.kernels["end"][k_row] - links.kernels["start"][k_row])
-    range_inst = np.bincount(np.unique(pair_key(label, links.range_row)) >> 32, minlength=groups.count)
+    range_inst = np.bincount(distinct_sorted(np.sort(pair_key(label, links.range_row))) >> 32,
+                             minlength=groups.count)
     keys = groups.keys
     standalone = keys[0] < 0
     order = np.lexsort((inputs.strings.sort_rank(keys[1]), inputs.strings.sort_rank(keys[4]), -stats["sum"],

@@ -12,6 +12,7 @@ import numpy as np
 
 from asysstats.compute.grouped import group_by
 from asysstats.engine import Inputs
+from asysstats.io.strings import distinct
 from asysstats.io.tables import NA
 from asysstats.registry import DECIMAL, DEVICE, INT, ROWS, TEXT, Column, Option, Rule
 from asysstats.regexes import search
@@ -51,7 +52,7 @@ def metric_trace(inputs: Inputs, options: Mapping[str, Any]) -> dict:
     durations = sample_durations(samples)
     if options["metrics"] is not None:
         pattern, where = options["metrics"], "rule 'ppu_metric_trace': option 'metrics'"
-        uniq = np.unique(names)
+        uniq = distinct(names)[0]
         chosen = [u for u, t in zip(uniq.tolist(), inputs.strings.lookup(uniq)) if t and search(pattern, t, where)]
         keep = np.isin(names, np.asarray(chosen, dtype=np.int64))
         samples, names, units, durations = samples.take(keep), names[keep], units[keep], durations[keep]

@@ -20,7 +20,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from asysstats.compute.intervals import cumulative_cover, difference
+from asysstats.compute.intervals import cumulative_cover, difference, distinct_sorted
 from asysstats.correlate import activity_table, correlate, ppu_activities, project
 from asysstats.engine import Inputs
 from asysstats.hgtx import load_ranges
@@ -86,7 +86,7 @@ def step_sum(inputs: Inputs, options: Mapping[str, Any]) -> dict:
                    activities, ranges.rows)
     start, end = step_windows(ranges, proj.end, proj.count > 0)
     times = np.zeros((len(BUCKETS), ranges.rows), np.int64)
-    for pid in np.unique(ranges["pid"]):
+    for pid in distinct_sorted(np.sort(ranges["pid"])):
         steps, mine = ranges["pid"] == pid, activities["pid"] == pid
         for b, (seg_start, seg_end) in enumerate(bucket_segments(activities.take(mine), communication[mine])):
             times[b, steps] = cumulative_cover(seg_start, seg_end, end[steps]) - \

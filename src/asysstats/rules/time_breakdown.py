@@ -16,7 +16,7 @@ import numpy as np
 import regex
 
 from asysstats.compute.grouped import share_percent
-from asysstats.compute.intervals import difference_length, union, union_length
+from asysstats.compute.intervals import difference_length, distinct_sorted, union, union_length
 from asysstats.engine import Inputs
 from asysstats.hgtx import launch_rows, runtime_calls
 from asysstats.io.strings import StringPool, distinct
@@ -92,7 +92,7 @@ def breakdown(start: np.ndarray, end: np.ndarray, bucket: np.ndarray) -> list[in
 def time_breakdown(inputs: Inputs, options: Mapping[str, Any]) -> dict:
     acts = bucketed_activities(inputs, options)
     groups = [(ALL, np.ones(len(acts["start"]), dtype=bool))] if len(acts["start"]) else []
-    groups += [(str(dev), acts["deviceId"] == dev) for dev in np.unique(acts["deviceId"])]
+    groups += [(str(dev), acts["deviceId"] == dev) for dev in distinct_sorted(np.sort(acts["deviceId"]))]
     labels, types, times, shares = [], [], [], []
     for label, rows in groups:
         figures = breakdown(acts["start"][rows], acts["end"][rows], acts["bucket"][rows])

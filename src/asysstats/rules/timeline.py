@@ -13,7 +13,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from asysstats.compute.grouped import share_percent
-from asysstats.compute.intervals import intersection_length, start_order_gaps, union_length
+from asysstats.compute.intervals import distinct_sorted, intersection_length, start_order_gaps, union_length
 from asysstats.engine import Inputs
 from asysstats.io.tables import NA, EventTable
 from asysstats.registry import DEVICE, INT, PERCENT, TEXT, Column, Rule
@@ -59,7 +59,7 @@ def timeline_sum(inputs: Inputs, options: Mapping[str, Any]) -> dict:
     api_start, api_end, api_device = launch_calls(kernels, runtime)
     labels = [ALL] if len(start) else []
     rows = [figures((start, end), (kernels["start"], kernels["end"]), (api_start, api_end))] if labels else []
-    for dev in np.unique(device):
+    for dev in distinct_sorted(np.sort(device)):
         on, k, a = device == dev, kernels["deviceId"] == dev, api_device == dev
         labels.append(str(dev))
         rows.append(figures((start[on], end[on]), (kernels["start"][k], kernels["end"][k]),
