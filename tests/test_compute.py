@@ -202,3 +202,10 @@ def test_overlap_components(rows):
     for i in range(len(rows)):
         for j in range(len(rows)):
             assert (labels[i] == labels[j]) == (find(i) == find(j))
+
+
+@SETTINGS
+@given(st.lists(st.integers(-5, 30), max_size=40), st.lists(st.integers(-5, 30), max_size=40))
+def test_set_difference_equals_numpy_setdiff1d(values, other):
+    a, b = np.array(values, dtype=np.int64), np.array(other, dtype=np.int64)
+    assert intervals.set_difference(a, b).tolist() == np.setdiff1d(a, b).tolist()

@@ -191,6 +191,13 @@ def distinct_sorted(sorted_values: np.ndarray) -> np.ndarray:
     return sorted_values[keep]
 
 
+def set_difference(values: np.ndarray, other: np.ndarray) -> np.ndarray:
+    """``np.setdiff1d`` (sorted distinct values of ``values`` not in ``other``) by ``isin``
+    and a sort: numpy 2.4's ``setdiff1d`` hashes, seconds for a million int64 values."""
+    values = np.asarray(values)
+    return distinct_sorted(np.sort(values[~np.isin(values, other)]))
+
+
 def expand_slices(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For slices ``[lo[i], hi[i])`` return (i repeated per element, element index)."""
     lengths = np.maximum(np.asarray(hi) - np.asarray(lo), 0)

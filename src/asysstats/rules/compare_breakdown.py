@@ -21,6 +21,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from asysstats.compute.intervals import set_difference
 from asysstats.engine import Inputs
 from asysstats.io.tables import NA
 from asysstats.operators.analysis import analyse
@@ -56,7 +57,7 @@ def side_frame(inputs: Inputs, options: Mapping[str, Any], levels: tuple[str, ..
     b = breakdown(an)
     l_of, k_of = np.arange(len(b.l["f"])), None
     if with_kernel:  # every kernel row, and the library groups without kernels
-        empty = np.setdiff1d(l_of, b.k["l"])
+        empty = set_difference(l_of, b.k["l"])
         l_of = np.r_[b.k["l"], empty].astype(np.int64)
         k_of = np.r_[np.arange(len(b.k["l"])), np.full(len(empty), -1)].astype(np.int64)
     order = nested_order(inputs, b, b.l["f"][l_of], l_of, k_of, options.get("order-by") or "time")

@@ -14,6 +14,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from asysstats.compute.intervals import set_difference
 from asysstats.engine import Inputs
 from asysstats.io.tables import NA
 from asysstats.operators.analysis import analyse
@@ -56,7 +57,7 @@ def percent(time: np.ndarray, total: float) -> np.ndarray:
 
 def kernel_breakdown(inputs: Inputs, options: Mapping[str, Any]) -> dict:
     b = breakdown(analyse(inputs, options, name_mode(options)))
-    empty = np.setdiff1d(np.arange(len(b.l["f"])), b.k["l"])  # library groups without kernels (Idle)
+    empty = set_difference(np.arange(len(b.l["f"])), b.k["l"])  # library groups without kernels (Idle)
     l_of = np.r_[b.k["l"], empty].astype(np.int64)
     k_of = np.r_[np.arange(len(b.k["l"])), np.full(len(empty), -1)].astype(np.int64)
     f_of = b.l["f"][l_of]

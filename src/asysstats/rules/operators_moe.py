@@ -17,7 +17,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from asysstats.compute.grouped import group_by, grouped_stats, share_percent
-from asysstats.compute.intervals import enclosing_pairs
+from asysstats.compute.intervals import enclosing_pairs, set_difference
 from asysstats.engine import Inputs
 from asysstats.operators.analysis import Analysis, analyse, instance_ids
 from asysstats.operators.catalog import GEMM, MOE
@@ -37,7 +37,7 @@ def moe_ranges(an: Analysis) -> np.ndarray:
                                    ops["globalTid"][rows], ops["start"][rows])
     nested = (outer != inner) & ((ops["start"][rows][inner] > ops["start"][rows][outer])
                                  | (ops["end"][rows][inner] < ops["end"][rows][outer]))
-    return np.setdiff1d(rows, rows[outer[nested]])
+    return set_difference(rows, rows[outer[nested]])
 
 
 def gemm_units(an: Analysis) -> np.ndarray:
