@@ -27,6 +27,7 @@ from asysstats.compute.grouped import group_by
 from asysstats.compute.intervals import covered_length_by_group
 from asysstats.operators.analysis import Analysis, instance_ids
 from asysstats.operators.catalog import OTHERS
+from asysstats.rules.activity import row_index
 
 NATIVE, IDLE = -2, -3  # L-slot keys of Native and Idle rows (real keys are string ids >= 0)
 
@@ -114,7 +115,7 @@ def breakdown(an: Analysis) -> Breakdown:
                "display": np.r_[ops["display"][F.row], np.full(int(loose.sum() + bare.sum()), native_id)]}
     _, f = summarise(f_items, ("type", "key"))
     f["name"] = f["display"]
-    f_of_act = lookup_pairs(f["type"], f["key"], f_type, f_key)
+    f_of_act = row_index([f["type"], f["key"]], [f_type, f_key])
     idle = f_idle > 0
     l_items = {"f": np.r_[f_of_act[L.head], f_of_act[native], f_of_act[F.head][idle]],
                "key": np.r_[l_key[L.head], np.full(int(native.sum()), NATIVE), np.full(int(idle.sum()), IDLE)],
@@ -124,7 +125,7 @@ def breakdown(an: Analysis) -> Breakdown:
                                 np.full(int(idle.sum()), idle_id)]}
     l_group, l = summarise(l_items, ("f", "key"))
     l["name"] = l["display"]
-    l_of_act = lookup_pairs(l["f"], l["key"], f_of_act, l_key)
+    l_of_act = row_index([l["f"], l["key"]], [f_of_act, l_key])
     lib_group = l_group[:len(L.start)]
     gap = l_idle > 0
     k_items = {"l": np.r_[l_of_act, lib_group[gap]], "name": np.r_[acts["name"][idx], np.full(int(gap.sum()), idle_id)],
@@ -148,15 +149,3 @@ def summarise(items: dict[str, np.ndarray], keys: tuple[str, ...]) -> tuple[np.n
     out["display"] = items["display"][first]
     return label, out
 
-
-def lookup_pairs(table_a: np.ndarray, table_b: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Index of each (a, b) in the table of distinct pairs (sorted, as ``group_by`` makes it)."""
-    if len(a) == 0:
-        return np.empty(0, np.int64)
-    code_t = np.stack([table_a, table_b], axis=1)
-    code = np.stack([a, b], axis=1)
-    both, inverse = np.unique(np.concatenate([code_t, code]), axis=0, return_inverse=True)
-    inverse = inverse.reshape(-1)
-    position = np.full(len(both), -1, dtype=np.int64)
-    position[inverse[:len(code_t)]] = np.arange(len(code_t))
-    return position[inverse[len(code_t):]]
