@@ -1,6 +1,6 @@
 """Benchmark of every rule on a scaled sample report, against SQLite's own scan.
 
-    python bench/run.py [--scale N | --kernels N] [--rules a,b]
+    python bench/run.py [--scale N | --kernels N] [--rules a,b] [--cold-only]
 
 Generates (and caches in bench/out/) ``asys sample --scale N`` (or, with ``--kernels N``, a
 report of N kernels alone), times SQLite's C aggregate
@@ -94,6 +94,7 @@ def main() -> None:
     parser.add_argument("--scale", type=int, default=200)
     parser.add_argument("--kernels", type=int, default=0, help="a report of this many kernels alone")
     parser.add_argument("--rules", default="")
+    parser.add_argument("--cold-only", action="store_true", help="skip the warm runs (very large reports)")
     args = parser.parse_args()
     report = kernel_report(args.kernels) if args.kernels else sample(args.scale)
     rules = [r for r in REGISTRY if r.reports == 1 and (not args.rules or r.name in args.rules.split(","))]
@@ -110,7 +111,9 @@ def main() -> None:
             cache = out / f"cache-{rule.name}"
             shutil.rmtree(cache, ignore_errors=True)
             cold, cold_rss = run_rule(rule.name, rule.command, report, cache, out)
-            warm, warm_rss = run_rule(rule.name, rule.command, report, cache, out)
+            warm, warm_rss = (float("nan"), 0) if args.cold_only else \
+                run_rule(rule.name, rule.command, report, cache, out)
+            shutil.rmtree(cache, ignore_errors=True)
             rss = max(cold_rss, warm_rss)
             columns = max(loaded_bytes(report, tables), 1)
             lines.append(f"| {rule.name} | {scan:.2f} | {cold:.2f} | {cold / scan:.2f} | {warm:.2f} | "
