@@ -96,9 +96,9 @@ def recognise_ranges(pool: StringPool, ranges: EventTable, rules: tuple[CustomRu
         return out, []
     valid = names >= 0
     uniq, slot = distinct(names[valid])
-    first = np.full(len(uniq), -1, dtype=np.int64)
     rows = np.flatnonzero(valid)
-    first[slot[::-1]] = rows[::-1]  # the first row of each distinct name
+    first = np.full(len(uniq), ranges.rows, dtype=np.int64)
+    np.minimum.at(first, slot, rows)  # the first row of each distinct name
     texts = pool.lookup(uniq)
     domains = pool.lookup(ranges["domain"][first])
     parsed: list[Parsed] = []
