@@ -105,11 +105,14 @@ def grouped_stats(keys: Sequence[np.ndarray], values: np.ndarray) -> tuple[Group
         low = int(values.min())
         shift = max(int(values.max()) - low, 1).bit_length()
         if shift + max(len(key_values[0]), 1).bit_length() < 63:
-            packed = (gid << shift) | (values - low)
+            packed = np.subtract(values, low, dtype=np.int64)
+            packed |= gid << shift
             ordered = np.sort(packed)
             bounds = np.concatenate([[0], np.cumsum(np.bincount(gid, minlength=len(key_values[0])))])
             groups = Groups(bounds, key_values, lambda: np.argsort(packed, kind="stable"))
-            return groups, stats_of_ordered(bounds, (ordered & ((1 << shift) - 1)) + low)
+            ordered &= (1 << shift) - 1  # in place: each large temporary costs its page faults
+            ordered += low
+            return groups, stats_of_ordered(bounds, ordered)
     groups = group_by(keys, values)
     return groups, stats_of_sorted(groups, values)
 
@@ -134,7 +137,7 @@ def stats_of_ordered(bounds: np.ndarray, ordered: np.ndarray) -> dict[str, np.nd
     mean = total / size
     median = (ordered[lo + (size - 1) // 2].astype(np.float64) + ordered[lo + size // 2].astype(np.float64)) / 2.0
     deviation = ordered - np.repeat(mean, size)
-    std = np.sqrt(np.add.reduceat(deviation * deviation, lo) / size)
+    std = np.sqrt(np.add.reduceat(np.square(deviation, out=deviation), lo) / size)
     return {"count": size, "sum": total, "mean": mean, "median": median,
             "min": ordered[lo], "max": ordered[hi], "std": std}
 
