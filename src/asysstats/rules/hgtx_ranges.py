@@ -6,6 +6,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from asysstats.compute.grouped import dense_group_ids
 from asysstats.engine import Inputs
 from asysstats.hgtx import load_ranges, range_stacks
 from asysstats.io.tables import EventTable
@@ -87,10 +88,12 @@ def name_matches(inputs: Inputs, names: np.ndarray, pattern) -> np.ndarray:
 
 
 def name_trees(inputs: Inputs, ranges: EventTable) -> np.ndarray:
-    """``-`` once per level, then the name (object array of str)."""
-    names = inputs.strings.lookup(ranges["name"])
-    dashes = np.array(["-" * int(lvl) for lvl in range(int(ranges["level"].max(initial=0)) + 1)], dtype=object)
-    return dashes[ranges["level"]] + np.where(names == None, "", names)  # noqa: E711 (elementwise)
+    """String ids of ``-`` once per level, then the name (one text per distinct level and name)."""
+    if ranges.rows == 0:
+        return np.empty(0, np.int64)
+    pair, (levels, names) = dense_group_ids([ranges["level"], ranges["name"]])
+    texts = inputs.strings.lookup(names)
+    return inputs.strings.intern("-" * level + (text or "") for level, text in zip(levels.tolist(), texts))[pair]
 
 
 def pushpop_trace(inputs: Inputs, options: Mapping[str, Any]) -> dict:
