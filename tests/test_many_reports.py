@@ -364,7 +364,7 @@ def test_golden_open_ranges_end_at_the_last_hgtx_time_of_the_set(tmp_path, clust
                                         '2,28.6,500,2,250,250,100,400,150,"PushPop","step",']
     run = run_cli("stats", "-r", "hggc_ppu_kern_sum", "--merge-reports", "--scheduler", cluster.scheduler_address,
                   a, b)
-    assert run.code == 0 and "note: run_node_merged.sqlite: 2 kernels rows with end < start excluded" in run.err
+    assert run.code == 0 and "note: run_merged.sqlite: 2 kernels rows with end < start excluded" in run.err
 
 
 def test_a_report_without_analysis_range_takes_the_sets(nodes, tmp_path, cluster):
@@ -378,7 +378,7 @@ def test_a_report_without_analysis_range_takes_the_sets(nodes, tmp_path, cluster
         got = run_merged(rule, rule.parse_options({}), reduced)
         assert render(got, "csv") == render(run_rule(rule, rule.parse_options({}), gathered), "csv")
         assert got.frame["Instances"].tolist() == [2] and reduced.notes == gathered.notes
-        assert reduced.notes == ["train_node_merged.sqlite: 1 kernels rows longer than the capture (10000 ns) excluded "
+        assert reduced.notes == ["train_merged.sqlite: 1 kernels rows longer than the capture (10000 ns) excluded "
                                  "(use --keep-suspect-events to keep them)"]
     finally:
         report.close()

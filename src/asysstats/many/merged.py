@@ -169,7 +169,7 @@ def merged_path(paths: list[Path]) -> Path:
     if len(paths) == 1:
         return paths[0]
     prefix = os.path.commonprefix([p.stem for p in paths])
-    prefix = NODE_SUFFIX.sub("", prefix).removesuffix("_node").rstrip("_-. ") or "reports"
+    prefix = NODE_SUFFIX.sub("", prefix).rstrip("_-. ").removesuffix("_node").rstrip("_-. ") or "reports"
     return paths[0].parent / f"{prefix}_merged{paths[0].suffix}"
 
 
