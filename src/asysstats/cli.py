@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 import traceback
@@ -303,7 +304,14 @@ def one_line(message: str) -> str:
     return message.replace("\r", "\\r").replace("\n", "\\n")
 
 
+# The cyclic garbage collector, at its default thresholds, rescans the growing heap every 700
+# allocations: 40 % of the time of rules that build a Python object per distinct text (operator
+# annotations). Our objects rarely form cycles, so it runs a hundred times less often.
+GC_THRESHOLDS = (70_000, 20, 20)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
+    gc.set_threshold(*GC_THRESHOLDS)
     args = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args
     try:
