@@ -24,7 +24,7 @@ from asysstats.engine import Inputs, run_rule
 from asysstats.many.cluster import DaskExecutor, InlineExecutor
 from asysstats.many.hosts import run_merged
 from asysstats.many.merged import MergedReport, open_merged
-from asysstats.rules import REGISTRY
+from asysstats.rulebook import REGISTRY
 from asysstats.synth.generator import write_sample
 
 OUT = Path(__file__).resolve().parent / "out"

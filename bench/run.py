@@ -27,7 +27,7 @@ from common import kernel_report
 
 from asysstats.io.report import Report
 from asysstats.io.schema import TABLES
-from asysstats.rules import REGISTRY
+from asysstats.rulebook import REGISTRY
 
 OUT = Path(__file__).resolve().parent / "out"
 

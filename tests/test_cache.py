@@ -12,7 +12,7 @@ from asysstats.errors import MissingData
 from asysstats.io.cache import ColumnCache, cache_root
 from asysstats.io.report import open_report
 from asysstats.io.writers import render
-from asysstats.rules import REGISTRY
+from asysstats.rulebook import REGISTRY
 from asysstats.synth.writer import ReportWriter
 from conftest import run_cli
 

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from asysstats.rules import REGISTRY
+from asysstats.rulebook import REGISTRY
 from asysstats.synth.writer import ReportWriter
 from conftest import corpus_params, fingerprint, run_cli
 

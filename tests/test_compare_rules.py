@@ -10,7 +10,7 @@ import openpyxl
 import pytest
 
 from asysstats.io.schema import TABLES
-from asysstats.rules import REGISTRY
+from asysstats.rulebook import REGISTRY
 from asysstats.synth.writer import ENUMS, NSYS, ReportWriter
 from conftest import NSYS_FILES, corpus_params, fingerprint, run_cli
 

@@ -9,7 +9,7 @@ import pytest
 from asysstats.helptext import rule_help, rules_markdown
 from asysstats.io.schema import TABLES
 from asysstats.registry import COLUMN_KINDS
-from asysstats.rules import REGISTRY
+from asysstats.rulebook import REGISTRY
 from asysstats.synth.writer import ENUMS, ReportWriter
 from conftest import fingerprint, run_cli
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from asysstats.errors import AsysError
-from asysstats.rules import REGISTRY
+from asysstats.rulebook import REGISTRY
 from asysstats.rulespec import parse_rule_args
 from conftest import run_cli
 

@@ -21,7 +21,7 @@ from asysstats.many.hosts import MERGEABLE, PID_COLUMNS, run_merged, with_hosts
 from asysstats.many.identity import JobIds, Placement, place
 from asysstats.many.merged import open_merged
 from asysstats.many.reduce import FOLDED
-from asysstats.rules import REGISTRY
+from asysstats.rulebook import REGISTRY
 from asysstats.synth.llm.sample import build
 from asysstats.synth.writer import ENUMS, NULL, ReportWriter
 from conftest import corpus_params, fingerprint, run_cli

@@ -21,7 +21,7 @@ from asysstats.io.writers import FORMATS, render_parts
 from asysstats.many.paths import expand_reports
 from asysstats.many.session import ManyOptions, close_reports, open_reports
 from asysstats.quality import CHECK
-from asysstats.rules import DEFAULT_STATS, REGISTRY
+from asysstats.rulebook import DEFAULT_STATS, REGISTRY
 from asysstats.rulespec import RuleRequest, parse_pairs, parse_rule_args
 
 

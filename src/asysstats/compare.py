@@ -20,7 +20,7 @@ from asysstats.errors import AsysError, MissingData
 from asysstats.io.outputs import destination, write_atomically
 from asysstats.io.report import open_report
 from asysstats.io.writers import csv_parts
-from asysstats.rules import REGISTRY
+from asysstats.rulebook import REGISTRY
 from asysstats.rules.compare_common import as_float
 
 DEFAULT_COMPARE = ("ppu_operator_type_summary_compare", "ppu_time_util_compare", "ppu_operator_summary_compare",

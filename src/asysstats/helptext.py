@@ -45,6 +45,6 @@ def rules_markdown(registry: Registry) -> str:
 
 
 if __name__ == "__main__":  # python -m asysstats.helptext > docs/rules.md
-    from asysstats.rules import REGISTRY
+    from asysstats.rulebook import REGISTRY
 
     print(rules_markdown(REGISTRY), end="")

@@ -22,7 +22,7 @@ from asysstats.io.strings import StringPool
 from asysstats.many.cluster import InlineExecutor
 from asysstats.many.merged import Member, MergedReport, interned
 from asysstats.many.worker import VIEWS, Part, Text, encode_text, take_text
-from asysstats.rules import REGISTRY
+from asysstats.rulebook import REGISTRY
 
 Key = Union[np.ndarray, Text]  # a key column: integers, or text as (codes, distinct strings)
 # a bucket's groups (their keys and numbers in the head), each row's group among them, the values
