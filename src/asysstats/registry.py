@@ -129,16 +129,21 @@ class Rule:
     share: str | None = None  # column for the XLSX pie chart
     command: str = "stats"  # stats | analyze
     reports: int = 1  # 2 for comparison rules
-    summary: Summary | None = None  # rows/frame split of a summary rule (compute is summary.compute)
     all_options: tuple[Option, ...] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         opts = self.options + (COLUMN,)
         if len({o.name for o in opts}) != len(opts):
             raise ValueError(f"rule {self.name}: duplicate option")
-        if self.summary is not None and self.compute != self.summary.compute:
-            raise ValueError(f"rule {self.name}: a summary rule computes with summary.compute")
         object.__setattr__(self, "all_options", opts)
+
+    @property
+    def summary(self) -> "Summary | None":
+        """The rows/frame split of a summary rule: the ``Summary`` whose ``compute`` it computes with."""
+        from asysstats.rules.summary import Summary  # it imports this module
+
+        owner = getattr(self.compute, "__self__", None)
+        return owner if isinstance(owner, Summary) else None
 
     @property
     def required_tables(self) -> tuple[str, ...]:

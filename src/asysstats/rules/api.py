@@ -77,7 +77,6 @@ API_SUM = Rule(
     reads=("runtime",),
     options=(ROWS,),
     share="Time (%)",
-    summary=SUMMARY,
 )
 
 API_TRACE = Rule(

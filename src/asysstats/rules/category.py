@@ -112,7 +112,6 @@ CATEGORY_SUM = Rule(
     reads=("kernels",),
     options=(ROWS,) + NAME_OPTIONS + (DEVICE,),
     share="Time (%)",
-    summary=SUMMARY,
 )
 
 RULES = [CATEGORY_SUM]

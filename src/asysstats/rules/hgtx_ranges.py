@@ -55,7 +55,6 @@ HGTX_SUM = Rule(
     reads=("hgtx",),
     options=(ROWS, PROCESS, THREAD),
     share="Time (%)",
-    summary=SUMMARY,
 )
 
 

@@ -132,7 +132,6 @@ GB_SUM = Rule(
     reads=("kernels",),
     options=(ROWS, HGTX_NAME) + NAME_OPTIONS + (DEVICE,),
     share="Time (%)",
-    summary=GB_SUMMARY,
 )
 
 GB_TRACE = Rule(

@@ -65,7 +65,6 @@ KERN_SUM = Rule(
     reads=("kernels",),
     options=(ROWS, HGTX_NAME) + NAME_OPTIONS + (DEVICE,),
     share="Time (%)",
-    summary=SUMMARY,
 )
 
 RULES = [KERN_SUM]

@@ -58,7 +58,6 @@ MEM_TIME_SUM = Rule(
     options=(ROWS,),
     requires=("memcpy", "memset"),
     share="Time (%)",
-    summary=TIME_SUMMARY,
 )
 
 MEM_SIZE_SUM = Rule(
@@ -72,7 +71,6 @@ MEM_SIZE_SUM = Rule(
     options=(ROWS,),
     requires=("memcpy", "memset"),
     share="Total (bytes)",
-    summary=SIZE_SUMMARY,
 )
 
 RULES = [MEM_TIME_SUM, MEM_SIZE_SUM]

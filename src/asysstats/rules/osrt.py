@@ -30,7 +30,6 @@ OSRT_SUM = Rule(
     reads=("osrt",),
     options=(ROWS,),
     share="Time (%)",
-    summary=SUMMARY,
 )
 
 RULES = [OSRT_SUM]
