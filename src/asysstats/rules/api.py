@@ -59,7 +59,7 @@ TRACE_COLUMNS = (
 def api_trace(inputs: Inputs, options: Mapping[str, Any]) -> dict:
     calls = inputs.table("runtime", API_COLUMNS)
     names = api_name_ids(inputs, calls["nameId"])
-    rank = inputs.strings.sort_rank(names) if calls.rows else np.empty(0, np.int64)
+    rank = inputs.strings.sort_rank(names)
     order = np.lexsort((calls["correlationId"], calls["tid"], calls["pid"], calls["end"], rank, calls["start"]))
     calls = calls.take(order)
     return dict(zip((c.name for c in TRACE_COLUMNS), (

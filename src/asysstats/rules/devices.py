@@ -57,7 +57,7 @@ def device_attributes(inputs: Inputs, options: Mapping[str, Any]) -> dict:
     devices = inputs.table("devices")
     legacy = inputs.table("legacy_gpus")
     rows = row_index([legacy["deviceId"]], [devices["id"]])
-    rank = inputs.strings.sort_rank(devices["name"]) if devices.rows else np.empty(0, np.int64)
+    rank = inputs.strings.sort_rank(devices["name"])
     order = np.lexsort((devices["busLocation"], rank, devices["id"]))
     devices, rows = devices.take(order), rows[order]
     host = np.where(devices["hostname"] >= 0, devices["hostname"], host_name_id(inputs))

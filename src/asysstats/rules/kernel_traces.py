@@ -53,7 +53,7 @@ def kern_exec_trace(inputs: Inputs, options: Mapping[str, Any]) -> dict:
     launched = (rows >= 0) & (kernels["correlationId"] >= 0)
     kernels, calls = kernels.take(launched), calls.take(rows[launched])
     names = kernel_names(inputs, kernels, options)
-    rank = inputs.strings.sort_rank(names) if kernels.rows else np.empty(0, np.int64)
+    rank = inputs.strings.sort_rank(names)
     order = np.lexsort((kernels["streamId"], kernels["deviceId"], rank, kernels["start"], calls["start"]))
     kernels, calls, names = kernels.take(order), calls.take(order), names[order]
     queued = kernels["start"] >= calls["end"]
@@ -101,7 +101,7 @@ GB_TRACE_COLUMNS = (
 def kern_gb_trace(inputs: Inputs, options: Mapping[str, Any]) -> dict:
     kernels = inputs.table("kernels", GB_COLUMNS)
     names = kernel_names(inputs, kernels, options)
-    rank = inputs.strings.sort_rank(names) if kernels.rows else np.empty(0, np.int64)
+    rank = inputs.strings.sort_rank(names)
     order = np.lexsort((kernels["end"], kernels["streamId"], kernels["deviceId"], rank, kernels["start"]))
     kernels, names = kernels.take(order), names[order]
     grid, block = dimension_ids(inputs, kernels)

@@ -98,7 +98,7 @@ def usage_summary(inputs: Inputs, options: Mapping[str, Any]) -> dict:
     groups = group_by([events["pid"], events["deviceId"], events["group"]])
     usage = groups.reduce(np.add, value)
     pid, device, label = groups.keys
-    order = np.lexsort((device, pid, inputs.strings.sort_rank(label), -usage)) if groups.count else np.empty(0, int)
+    order = np.lexsort((device, pid, inputs.strings.sort_rank(label), -usage))
     return {"PID": pid[order], "Device ID": device[order], "Group List": label[order], "Memory Usage": usage[order]}
 
 

@@ -56,7 +56,7 @@ def metric_trace(inputs: Inputs, options: Mapping[str, Any]) -> dict:
         chosen = [u for u, t in zip(uniq.tolist(), inputs.strings.lookup(uniq)) if t and search(pattern, t, where)]
         keep = np.isin(names, np.asarray(chosen, dtype=np.int64))
         samples, names, units, durations = samples.take(keep), names[keep], units[keep], durations[keep]
-    rank = inputs.strings.sort_rank(names) if samples.rows else np.empty(0, np.int64)
+    rank = inputs.strings.sort_rank(names)
     order = np.lexsort((samples["metricId"], samples["deviceId"], rank, samples["start"]))
     return dict(zip((c.name for c in COLUMNS), (
         samples["deviceId"][order], samples["start"][order], durations[order], names[order],

@@ -30,7 +30,7 @@ NS = 1e-9
 
 def level_keys(inputs: Inputs, level: dict[str, np.ndarray], how: str) -> tuple[np.ndarray, np.ndarray]:
     """(primary sort key, name rank) of one level's groups for ``order-by``."""
-    rank = inputs.strings.sort_rank(level["name"]) if len(level["name"]) else np.empty(0, np.int64)
+    rank = inputs.strings.sort_rank(level["name"])
     value = {"time": level["time"], "avg": level["time"] / np.maximum(level["count"], 1),
              "instances": level["count"]}.get(how)
     return (rank.astype(np.float64), rank) if value is None else (-np.asarray(value, np.float64), rank)

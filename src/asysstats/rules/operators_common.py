@@ -40,5 +40,5 @@ def sorted_order(strings: StringPool, primary: np.ndarray, descending: bool, nam
     """Rows by ``primary`` (NaN last), then by name text, then the other keys ascending."""
     primary = np.asarray(primary, dtype=np.float64)
     key = np.where(np.isnan(primary), np.inf, -primary if descending else primary)
-    rank = strings.sort_rank(names) if len(names) else np.empty(0, np.int64)
+    rank = strings.sort_rank(names)
     return np.lexsort(tuple(reversed(ties)) + (rank, key))

@@ -97,7 +97,7 @@ def ppu_trace(inputs: Inputs, options: Mapping[str, Any]) -> dict:
              SrcMemKd=kind_label_ids(inputs, "mem_kinds", memset["memKind"])),
     ]
     frame = {name: np.concatenate([p[name] for p in parts]) for name in parts[0]}
-    rank = inputs.strings.sort_rank(frame["Name"]) if len(frame["Name"]) else np.empty(0, np.int64)
+    rank = inputs.strings.sort_rank(frame["Name"])
     order = np.lexsort((frame["CorrId"], frame["Strm"], frame["_device"], rank, frame["Start (ns)"]))
     frame = {name: values[order] for name, values in frame.items()}
     frame["Device"] = device_label_ids(inputs, frame.pop("_device"))

@@ -75,7 +75,7 @@ def summarize(strings: StringPool, keys: Sequence[np.ndarray], values: np.ndarra
 def output_order(strings: StringPool, keys: Sequence[np.ndarray], stats: Stats, name_key: int) -> np.ndarray:
     """Groups by total descending, then the name key by text, then the other keys ascending."""
     tie_keys = [k for i, k in enumerate(keys) if i != name_key]
-    name_rank = strings.sort_rank(keys[name_key]) if len(stats["sum"]) else np.empty(0, np.int64)
+    name_rank = strings.sort_rank(keys[name_key])
     return np.lexsort(tuple(reversed(tie_keys)) + (name_rank, -stats["sum"]))
 
 
