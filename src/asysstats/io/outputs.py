@@ -64,9 +64,15 @@ def deliver(content: str | bytes | Iterable[bytes | memoryview], dest: Destinati
             raise OutputClosed() from exc
     elif dest.kind == PIPE:
         sys.stdout.flush()
-        done = subprocess.run(dest.target, shell=True, input=b"".join(parts), check=False)
-        if done.returncode != 0:
-            raise AsysError(f"output command '{dest.target}' failed with exit status {done.returncode}")
+        command = subprocess.Popen(dest.target, shell=True, stdin=subprocess.PIPE)
+        try:
+            with command.stdin:  # type: ignore[union-attr]
+                for part in parts:  # streamed: a large trace never sits in memory whole
+                    command.stdin.write(part)  # type: ignore[union-attr]
+        except BrokenPipeError:  # the command stopped reading: its exit status decides
+            pass
+        if command.wait() != 0:
+            raise AsysError(f"output command '{dest.target}' failed with exit status {command.returncode}")
     else:
         write_atomically(Path(dest.target), parts, force)
 
