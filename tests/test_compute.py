@@ -9,7 +9,7 @@ import numpy as np
 from hypothesis import given, settings, strategies as st
 
 from asysstats.compute import grouped, intervals
-from asysstats.io.strings import DERIVED_BASE, distinct
+from asysstats.io.strings import DERIVED_BASE, Coded, StringPool, distinct
 from asysstats.rules.activity import row_index
 
 SETTINGS = settings(max_examples=80, deadline=None)
@@ -26,12 +26,15 @@ def covered(pairs) -> set[int]:
     return {t for s, d in pairs for t in range(s, s + d)}
 
 
+stat_values = st.one_of(st.integers(-50, 1000), st.integers(2 ** 60, 2 ** 60 + 1000))  # durations, timestamps
+
+
 @SETTINGS
-@given(st.lists(st.tuples(st.integers(0, 3), st.integers(-50, 1000)), max_size=40))
-def test_grouped_stats_match_brute_force(rows):
+@given(st.lists(st.tuples(st.integers(0, 3), stat_values), max_size=40), st.booleans())
+def test_grouped_stats_match_brute_force(rows, coded):
     keys = np.array([r[0] for r in rows], dtype=np.int64)
     values = np.array([r[1] for r in rows], dtype=np.int64)
-    groups, stats = grouped.grouped_stats([keys], values)
+    groups, stats = grouped.grouped_stats([Coded.of(keys) if coded else keys], values)
     expected = {}
     for k, v in rows:
         expected.setdefault(k, []).append(v)
@@ -44,6 +47,19 @@ def test_grouped_stats_match_brute_force(rows):
         assert np.isclose(stats["mean"][i], sum(vals) / len(vals))
         assert np.isclose(stats["median"][i], statistics.median(vals))
         assert np.isclose(stats["std"][i], statistics.pstdev(vals), atol=1e-6)
+    assert values[groups.order].tolist() == [v for k in sorted(expected) for v in sorted(expected[k])]
+
+
+@SETTINGS
+@given(st.lists(st.integers(-2, 12), max_size=40))
+def test_map_coded_maps_each_row_and_codes_distinct_values(ids):
+    texts = {i: f"name{i % 5}" for i in range(13)}  # several ids hold one text
+    pool = StringPool(lambda keys: [(k, texts[k]) for k in keys])
+    coded = pool.map_coded(np.array(ids, dtype=np.int64), str.upper)
+    assert [pool.text(i) if i >= 0 else None for i in coded.rows()] == \
+        [texts[i].upper() if i >= 0 else None for i in ids]
+    assert coded.values.tolist() == sorted(set(coded.values.tolist()))  # distinct, ascending
+    assert sorted(set(coded.codes.tolist())) == list(range(len(coded.values)))  # every code used
 
 
 id_values = st.one_of(st.integers(-3, 60), st.integers(DERIVED_BASE, DERIVED_BASE + 40),

@@ -253,9 +253,11 @@ _OPENED: dict[Path, object] = {}
 
 
 def opened(path: Path):
-    """Each corpus trace is parsed once per test session (through the real entry point)."""
+    """Each corpus trace is parsed once per test session (through the real entry point); the
+    runs that share it must not close it."""
     if path not in _OPENED:
         _OPENED[path] = open_report(path)
+        _OPENED[path].close = lambda: None
     return _OPENED[path]
 
 

@@ -7,10 +7,9 @@ from __future__ import annotations
 
 import functools
 
-import cxxfilt
 import numpy as np
 
-from asysstats.io.strings import StringPool, distinct
+from asysstats.io.strings import Coded, StringPool, distinct
 from asysstats.io.tables import EventTable
 
 NAME_MODES = ("demangled", "base", "mangled")
@@ -21,6 +20,8 @@ def demangle(name: str) -> str:
     """The demangled form of an Itanium-mangled name; other names unchanged."""
     if not name.startswith("_Z"):
         return name
+    import cxxfilt  # only mangled names need it: most reports store demangled ones
+
     try:
         return cxxfilt.demangle(name, external_only=False)
     except cxxfilt.InvalidName:
@@ -79,14 +80,18 @@ def base_name(name: str) -> str:
     return scopes[-1] or text
 
 
-def kernel_name_ids(pool: StringPool, kernels: EventTable, mode: str = "demangled") -> np.ndarray:
-    """Per-kernel name ids in the chosen mode (falling back where a form is absent)."""
+def kernel_name_codes(pool: StringPool, kernels: EventTable, mode: str = "demangled") -> Coded:
+    """Per-kernel name ids in the chosen mode (falling back where a form is absent), coded."""
     demangled = kernels["demangledName"]
     if mode == "mangled":
         mangled = kernels["mangledName"] if "mangledName" in kernels else np.full(len(demangled), -1)
-        source = np.where(mangled >= 0, mangled, demangled)
-        return pool.canonical(source)
-    return pool.map_distinct(demangled, base_name if mode == "base" else demangle)
+        return pool.map_coded(np.where(mangled >= 0, mangled, demangled), str)
+    return pool.map_coded(demangled, base_name if mode == "base" else demangle)
+
+
+def kernel_name_ids(pool: StringPool, kernels: EventTable, mode: str = "demangled") -> np.ndarray:
+    """Per-kernel name ids in the chosen mode (:func:`kernel_name_codes`)."""
+    return kernel_name_codes(pool, kernels, mode).rows()
 
 
 def prefixed_ids(pool: StringPool, prefix: np.ndarray, names: np.ndarray, sep: str = "/") -> np.ndarray:

@@ -55,8 +55,8 @@ Finding = tuple[str, str, int, str]  # check, table, count, examples
 
 @dataclass(frozen=True)
 class Suspects:
-    """Rows of one table that statistics leave out: ``backwards`` (end < start) and
-    ``longer`` (longer than ``capture`` ns, when the report states its capture)."""
+    """Rows (ascending) of one table that statistics leave out: ``backwards`` (end < start)
+    and ``longer`` (than the capture, None when unknown)."""
 
     backwards: np.ndarray
     longer: np.ndarray
@@ -75,17 +75,28 @@ def capture_length(inputs: "Inputs") -> int | None:
 
 
 def suspects(inputs: "Inputs", name: str, loaded: EventTable | None = None) -> Suspects:
-    """The suspect rows of a table with start and end (cached per report); ``loaded``, a
-    full load of the table, saves reading its times again when it holds them."""
+    """The suspect rows of a table with start and end (cached per report, and in the column
+    cache); ``loaded``, a full load of the table, saves reading its times again when it holds them."""
     cache = _SUSPECTS.setdefault(inputs.report, {})
     if name not in cache:
-        has_times = loaded is not None and "start" in loaded and "end" in loaded
-        t = loaded if has_times else inputs.report.load(name, ("start", "end"))
-        end_col = TABLES[name].column("end")
-        ended = np.ones(t.rows, bool) if end_col.required else t["end"] != end_col.fill
         capture = capture_length(inputs)
-        longer = ended & (t["end"] - t["start"] > capture) if capture is not None else np.zeros(t.rows, bool)
-        cache[name] = Suspects(ended & (t["end"] < t["start"]), longer, capture)
+
+        def build() -> EventTable:
+            has_times = loaded is not None and "start" in loaded and "end" in loaded
+            t = loaded if has_times else inputs.report.load(name, ("start", "end"))
+            end_col = TABLES[name].column("end")
+            backwards = t["end"] < t["start"]
+            if not end_col.required:
+                backwards &= t["end"] != end_col.fill
+            longer = np.flatnonzero(t["end"] - t["start"] > capture) if capture is not None else np.empty(0, np.int64)
+            if not end_col.required and len(longer):
+                longer = longer[t["end"][longer] != end_col.fill]
+            rows = np.concatenate([np.flatnonzero(backwards), longer])
+            return EventTable({"row": rows, "longer": np.repeat([0, 1], [len(rows) - len(longer), len(longer)])})
+
+        found = inputs.report.derived(f"suspects_{name}_{capture}", ("row", "longer"), (), build)
+        is_longer = found["longer"].astype(bool)
+        cache[name] = Suspects(found["row"][~is_longer], found["row"][is_longer], capture)
     return cache[name]
 
 
@@ -96,19 +107,23 @@ def without_suspect_events(inputs: "Inputs", name: str, table: EventTable) -> Ev
     found = suspects(inputs, name, table)
     file = inputs.report.path.name
     reasons = ((found.backwards, "with end < start"), (found.longer, f"longer than the capture ({found.capture} ns)"))
-    for mask, reason in reasons:
-        count = int(mask.sum())
-        note = f"{file}: {count} {name} rows {reason} excluded {KEEP_HINT}"
-        if count and note not in inputs.notes:
+    for rows, reason in reasons:
+        note = f"{file}: {len(rows)} {name} rows {reason} excluded {KEEP_HINT}"
+        if len(rows) and note not in inputs.notes:
             inputs.notes.append(note)
-    drop = found.backwards | found.longer
-    return table.take(~drop) if drop.any() else table
+    if not len(found.backwards) and not len(found.longer):
+        return table
+    keep = np.ones(table.rows, bool)
+    keep[found.backwards] = False
+    keep[found.longer] = False
+    return table.take(keep)
 
 
 # -- the checks ---------------------------------------------------------------------------
-def finding(check: str, table: str, mask: np.ndarray, describe: Callable[[int], str]) -> list[Finding]:
-    """One finding of the rows in ``mask`` (none when empty), the first few described."""
-    rows = np.flatnonzero(mask)
+def finding(check: str, table: str, selected: np.ndarray, describe: Callable[[int], str]) -> list[Finding]:
+    """One finding of the rows ``selected`` (a mask, or ascending rows; none when empty), the
+    first few described."""
+    rows = np.flatnonzero(selected) if selected.dtype == bool else selected
     if len(rows) == 0:
         return []
     return [(check, table, len(rows), "; ".join(describe(int(r)) for r in rows[:EXAMPLES]))]

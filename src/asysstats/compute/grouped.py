@@ -13,6 +13,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from asysstats.io.strings import Coded, distinct
 
 class Groups:
     """Rows sorted by key (then value): ``order`` permutes rows, ``bounds`` cut the groups.
@@ -74,47 +75,55 @@ def group_by(keys: Sequence[np.ndarray], values: np.ndarray | None = None) -> Gr
     return Groups(bounds, tuple(k[order[starts]] for k in keys), order)
 
 
-def dense_group_ids(keys: Sequence[np.ndarray]) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
-    """A dense id per row, numbered in the lexicographic order of the key tuples, and the
-    key values of each id."""
-    from asysstats.io.strings import distinct
+LARGE = 1 << 40  # groups of values this large are summarised about their minimum: float64 keeps the deviations
+Key = np.ndarray | Coded  # a key column: per-row values, or coded
 
-    keys = [np.asarray(k) for k in keys]
-    if len(keys) == 1 and keys[0].dtype.kind in "iu":
-        uniq, gid = distinct(keys[0])
-        return gid, (uniq,)
-    gid = np.zeros(len(keys[0]), dtype=np.int64)
-    for key in keys:  # after each key the ids are renumbered densely, so they stay below the row count
-        uniq, index = distinct(key) if key.dtype.kind in "iu" else np.unique(key, return_inverse=True)
-        gid = distinct(gid * len(uniq) + index.reshape(-1))[1]
+
+def dense_group_ids(keys: Sequence[Key]) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
+    """A dense id per row, numbered in the lexicographic order of the key tuples, and the
+    key values of each id. A :class:`~asysstats.io.strings.Coded` key is used as coded."""
+    coded = [k if isinstance(k, Coded) else Coded.of(k) if np.asarray(k).dtype.kind in "iu"
+             else Coded(*np.unique(k, return_inverse=True)) for k in keys]
+    if len(coded) == 1:
+        return coded[0].codes.reshape(-1), (coded[0].values,)
+    gid = np.zeros(len(coded[0].codes), dtype=np.int64)
+    for key in coded:  # after each key the ids are renumbered densely, so they stay below the row count
+        gid = distinct(gid * len(key.values) + key.codes.reshape(-1))[1]
     row = np.zeros(int(gid.max()) + 1 if len(gid) else 0, dtype=np.int64)
     row[gid] = np.arange(len(gid))  # any row of a group: all its rows hold the same keys
-    return gid, tuple(key[row] for key in keys)
+    return gid, tuple(key.values[key.codes[row]] for key in coded)
 
 
-def grouped_stats(keys: Sequence[np.ndarray], values: np.ndarray) -> tuple[Groups, dict[str, np.ndarray]]:
+def grouped_stats(keys: Sequence[Key], values: np.ndarray) -> tuple[Groups, dict[str, np.ndarray]]:
     """Count, sum, mean, median, min, max and population stddev of ``values`` per group.
 
     Integer values take a fast path: (group, value) packed into one int64 and sorted with
     ``np.sort`` (several times faster than ``lexsort``); other values are lexsorted."""
     values = np.asarray(values)
-    keys = [np.asarray(k) for k in keys]
-    if len(values) and values.dtype.kind in "iu" and keys and all(k.dtype.kind in "iu" for k in keys) \
-            and np.prod([float(np.ptp(k)) + 1 for k in keys]) < 2.0 ** 62:
+    if len(values) and values.dtype.kind in "iu" and keys \
+            and all(isinstance(k, Coded) or np.asarray(k).dtype.kind in "iu" for k in keys):
         gid, key_values = dense_group_ids(keys)
-        low = int(values.min())
-        shift = max(int(values.max()) - low, 1).bit_length()
-        if shift + max(len(key_values[0]), 1).bit_length() < 63:
-            packed = np.subtract(values, low, dtype=np.int64)
-            packed |= gid << shift
-            ordered = np.sort(packed)
-            bounds = np.concatenate([[0], np.cumsum(np.bincount(gid, minlength=len(key_values[0])))])
-            groups = Groups(bounds, key_values, lambda: np.argsort(packed, kind="stable"))
-            ordered &= (1 << shift) - 1  # in place: each large temporary costs its page faults
-            ordered += low
-            return groups, stats_of_ordered(bounds, ordered)
-    groups = group_by(keys, values)
+        values = values.astype(np.int64, copy=False)
+        low, high = int(values.min()), int(values.max())
+        group_bits = max(len(key_values[0]), 1).bit_length()
+        if 0 <= low and high.bit_length() + group_bits < 63:
+            low = 0  # packed as they are: one pass less
+        shift = max(high - low, 1).bit_length()
+        if shift + group_bits < 63:
+            ordered = np.left_shift(gid, shift)
+            ordered += values - low if low else values
+            ordered.sort()  # in place: each large temporary costs its page faults
+            bounds = np.searchsorted(ordered, np.arange(len(key_values[0]) + 1, dtype=np.int64) << shift)
+            ordered &= (1 << shift) - 1
+            stats = offset(stats_of_ordered(bounds, ordered), low) if low else stats_of_ordered(bounds, ordered)
+            return Groups(bounds, key_values, functools.partial(packed_order, gid, values, shift)), stats
+    groups = group_by([k.rows() if isinstance(k, Coded) else k for k in keys], values)
     return groups, stats_of_sorted(groups, values)
+
+
+def packed_order(gid: np.ndarray, values: np.ndarray, shift: int) -> np.ndarray:
+    """Rows ordered by group, then value (the permutation the packed sort applied)."""
+    return np.argsort(np.left_shift(gid, shift) + (values - values.min()), kind="stable")
 
 
 def stats_of_sorted(groups: Groups, values: np.ndarray) -> dict[str, np.ndarray]:
@@ -133,13 +142,22 @@ def stats_of_ordered(bounds: np.ndarray, ordered: np.ndarray) -> dict[str, np.nd
                 "min": ordered[:0], "max": ordered[:0], "std": empty_f}
     lo = bounds[:-1]
     hi = bounds[1:] - 1
+    if np.abs(ordered[lo]).max() >= LARGE:  # timestamps: statistics of each group less its minimum
+        return offset(stats_of_ordered(bounds, ordered - np.repeat(ordered[lo], size)), ordered[lo])
     total = np.add.reduceat(ordered, lo)
     mean = total / size
     median = (ordered[lo + (size - 1) // 2].astype(np.float64) + ordered[lo + size // 2].astype(np.float64)) / 2.0
-    deviation = ordered - np.repeat(mean, size)
+    deviation = np.repeat(mean, size)
+    np.subtract(ordered, deviation, out=deviation)
     std = np.sqrt(np.add.reduceat(np.square(deviation, out=deviation), lo) / size)
     return {"count": size, "sum": total, "mean": mean, "median": median,
             "min": ordered[lo], "max": ordered[hi], "std": std}
+
+
+def offset(stats: dict[str, np.ndarray], base: int | np.ndarray) -> dict[str, np.ndarray]:
+    """The statistics of values ``base`` (per group, or one for all) higher."""
+    shifted = {name: stats[name] + base for name in ("mean", "median", "min", "max")}
+    return {**stats, **shifted, "sum": stats["sum"] + base * stats["count"]}
 
 
 def percentile_sorted(groups: Groups, values: np.ndarray, q: float) -> np.ndarray:

@@ -19,7 +19,7 @@ from typing import Sequence
 
 import numpy as np
 
-from asysstats.compute.grouped import dense_group_ids, grouped_stats
+from asysstats.compute.grouped import Key, dense_group_ids, grouped_stats
 
 Keys = tuple[np.ndarray, ...]
 Stats = dict[str, np.ndarray]
@@ -27,13 +27,10 @@ PARTIAL_FIELDS = ("count", "sum", "min", "max", "mean", "m2")
 GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
 
-def partials(keys: Sequence[np.ndarray], values: np.ndarray) -> tuple[Keys, Stats, np.ndarray]:
+def partials(keys: Sequence[Key], values: np.ndarray) -> tuple[Keys, Stats, np.ndarray]:
     """Per-group partials of ``values`` grouped by ``keys``: the groups' keys, the partials
     (:data:`PARTIAL_FIELDS`) and every row's group number."""
-    if len(values) == 0:
-        group, key_values = np.empty(0, np.int64), tuple(np.asarray(k)[:0] for k in keys)
-    else:
-        group, key_values = dense_group_ids(keys)
+    group, key_values = dense_group_ids(keys)
     _, stats = grouped_stats([group], values)  # one group per dense id, in order
     out = {name: stats[name] for name in PARTIAL_FIELDS[:-1]}
     out["m2"] = stats["std"] ** 2 * stats["count"]

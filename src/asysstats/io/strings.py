@@ -7,6 +7,7 @@ with ids above ``DERIVED_BASE``, one id per distinct value.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable, Iterable
 
 import numpy as np
@@ -50,9 +51,26 @@ def dense_distinct(values: np.ndarray, high: int) -> tuple[np.ndarray, np.ndarra
     present = np.zeros(high + 1, dtype=np.bool_)
     present[values] = True
     uniq = np.flatnonzero(present)
-    slot = np.zeros(high + 1, dtype=np.int32 if len(uniq) < 2 ** 31 else np.int64)
+    slot = np.zeros(high + 1, dtype=np.int64)  # zeroed pages are mapped lazily: only those written cost
     slot[uniq] = np.arange(len(uniq))
-    return uniq, slot[values].astype(np.int64)
+    return uniq, slot[values]
+
+
+@dataclass(frozen=True)
+class Coded:
+    """An integer column as a code per row into ``values`` (distinct, ascending): the result
+    of :func:`distinct`, kept so that grouping by the column need not find it again."""
+
+    values: np.ndarray
+    codes: np.ndarray
+
+    @classmethod
+    def of(cls, ids: np.ndarray) -> "Coded":
+        return cls(*distinct(ids))
+
+    def rows(self) -> np.ndarray:
+        """The value of every row."""
+        return self.values[self.codes]
 
 
 class StringPool:
@@ -95,20 +113,25 @@ class StringPool:
         value = self._by_id.get(key)
         return value if value is not None else f"<unknown string {key}>"
 
-    def map_distinct(self, ids: np.ndarray, fn: Callable[[str], str]) -> np.ndarray:
-        """Per-row ids of ``fn(text)``, computing ``fn`` once per distinct id."""
-        ids = np.asarray(ids, dtype=np.int64)
-        uniq, inverse = distinct(ids + 1)  # 0: missing
-        texts = uniq[uniq > 0] - 1
+    def map_coded(self, ids: np.ndarray, fn: Callable[[str], str]) -> Coded:
+        """The ids of ``fn(text)`` of every row, ``fn`` computed once per distinct id; a missing
+        id (negative) stays missing."""
+        uniq, inverse = distinct(ids)
+        texts = uniq[uniq >= 0]
         self.load(texts.tolist())
         mapped = self.intern(fn(self._resolved(int(u))) for u in texts)
         if len(texts) < len(uniq):
-            mapped = np.concatenate([[MISSING], mapped])
-        return mapped[inverse]
+            mapped = np.concatenate([np.full(len(uniq) - len(texts), MISSING), mapped])
+        values, code_of_uniq = distinct(mapped)  # distinct texts may map to one string
+        return Coded(values, code_of_uniq[inverse])
+
+    def map_distinct(self, ids: np.ndarray, fn: Callable[[str], str]) -> np.ndarray:
+        """Per-row ids of ``fn(text)`` (:meth:`map_coded`)."""
+        return self.map_coded(ids, fn).rows()
 
     def canonical(self, ids: np.ndarray) -> np.ndarray:
         """Per-row ids where equal strings share one id (the report may repeat a value)."""
-        return self.map_distinct(ids, lambda s: s)
+        return self.map_distinct(ids, str)
 
     def lookup(self, ids: np.ndarray) -> np.ndarray:
         """Object array of the strings (``None`` for a missing id)."""

@@ -1,4 +1,7 @@
-"""The command line's view of many reports: how they are opened and how a rule runs on them."""
+"""The command line's view of many reports: how they are opened and how a rule runs on them.
+
+The merging machinery (:mod:`~asysstats.many.merged`, ``cluster``, ``hosts``) is imported when a
+run merges or shifts reports: a plain single-report run does not pay for its import."""
 
 from __future__ import annotations
 
@@ -8,9 +11,6 @@ from typing import Callable, Sequence
 from asysstats.engine import run_rule
 from asysstats.errors import AsysError
 from asysstats.io.report import open_report
-from asysstats.many.cluster import DaskExecutor, InlineExecutor
-from asysstats.many.hosts import check_mergeable, run_merged
-from asysstats.many.merged import MergedReport, open_merged
 from asysstats.registry import Rule
 
 
@@ -28,17 +28,26 @@ class ManyOptions:
         if self.scheduler and not self.merge:
             raise AsysError("--scheduler runs merged reports on a cluster; it needs --merge-reports")
         if self.merge:
+            from asysstats.many.hosts import check_mergeable
+
             for rule in rules:
                 check_mergeable(rule)
 
     def runner(self) -> Callable:
-        return run_merged if self.merge else run_rule
+        if not self.merge:
+            return run_rule
+        from asysstats.many.hosts import run_merged
+
+        return run_merged
 
 
 def open_reports(paths: Sequence[str], many: ManyOptions, cache: bool, warn: Callable[[str], None],
                  open_one: Callable = open_report) -> list:
     """The reports a run reads: one merged report, or one per path (``open_one``; clocks
     shifted when asked)."""
+    if many.merge or many.normalize or any(many.shifts):
+        from asysstats.many.cluster import DaskExecutor, InlineExecutor
+        from asysstats.many.merged import open_merged
     if many.merge:
         executor = DaskExecutor(many.scheduler)
         try:
@@ -68,5 +77,4 @@ def open_reports(paths: Sequence[str], many: ManyOptions, cache: bool, warn: Cal
 
 def close_reports(reports: Sequence) -> None:
     for report in reports:
-        if isinstance(report, MergedReport):
-            report.close()
+        report.close()

@@ -9,7 +9,8 @@ import numpy as np
 from asysstats.engine import Inputs
 from asysstats.hgtx import innermost_range_names
 from asysstats.io.tables import EventTable
-from asysstats.names import kernel_name_ids, prefixed_ids
+from asysstats.io.strings import Coded
+from asysstats.names import kernel_name_codes, prefixed_ids
 from asysstats.registry import DEVICE, HGTX_NAME, NAME_OPTIONS, ROWS, TEXT, Column, Rule, name_mode
 from asysstats.rules.summary import Rows, Summary, keyed_frame, stat_columns
 
@@ -28,13 +29,18 @@ def kernel_columns(options: Mapping[str, Any], *extra: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(columns))
 
 
-def kernel_names(inputs: Inputs, kernels: EventTable, options: Mapping[str, Any]) -> np.ndarray:
-    """Per-kernel name ids in the chosen name mode, prefixed ``<range>/`` with ``hgtx-name``
-    (the innermost HGTX range enclosing the launch call, conventions 13)."""
-    names = kernel_name_ids(inputs.strings, kernels, name_mode(options))
+def kernel_name_key(inputs: Inputs, kernels: EventTable, options: Mapping[str, Any]) -> Coded:
+    """Per-kernel name ids (coded) in the chosen name mode, prefixed ``<range>/`` with
+    ``hgtx-name`` (the innermost HGTX range enclosing the launch call, conventions 13)."""
+    names = kernel_name_codes(inputs.strings, kernels, name_mode(options))
     if not options.get("hgtx-name"):
         return names
-    return prefixed_ids(inputs.strings, innermost_range_names(inputs, kernels), names)
+    return Coded.of(prefixed_ids(inputs.strings, innermost_range_names(inputs, kernels), names.rows()))
+
+
+def kernel_names(inputs: Inputs, kernels: EventTable, options: Mapping[str, Any]) -> np.ndarray:
+    """Per-kernel name ids (:func:`kernel_name_key`)."""
+    return kernel_name_key(inputs, kernels, options).rows()
 
 
 def on_devices(table: EventTable, devices: tuple[int, ...] | None) -> EventTable:
@@ -49,7 +55,7 @@ SUM_COLUMNS = stat_columns("executions of this kernel") + (Column("Name", TEXT, 
 
 def kern_sum_rows(inputs: Inputs, options: Mapping[str, Any]) -> Rows:
     kernels = on_devices(inputs.table("kernels", kernel_columns(options)), options["device"])
-    return Rows((kernel_names(inputs, kernels, options),), kernels["end"] - kernels["start"])
+    return Rows((kernel_name_key(inputs, kernels, options),), kernels["end"] - kernels["start"])
 
 
 SUMMARY = Summary(kern_sum_rows, keyed_frame(SUM_COLUMNS, "Name"))

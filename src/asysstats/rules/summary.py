@@ -15,7 +15,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from asysstats.compute.grouped import Groups, grouped_stats, share_percent
+from asysstats.compute.grouped import Groups, Key, grouped_stats, share_percent
 from asysstats.engine import Inputs
 from asysstats.io.strings import StringPool
 from asysstats.registry import INT, PERCENT, Column, Frame
@@ -26,10 +26,10 @@ FrameOf = Callable[[Inputs, Mapping[str, Any], tuple[np.ndarray, ...], Stats], F
 
 @dataclass(frozen=True)
 class Rows:
-    """A summary's rows on one report: group keys (integer columns, the ones listed in
-    ``text`` are string ids) and the value of each row."""
+    """A summary's rows on one report: group keys (integer columns, per row or coded; the
+    ones listed in ``text`` are string ids) and the value of each row."""
 
-    keys: tuple[np.ndarray, ...]
+    keys: tuple[Key, ...]
     values: np.ndarray
     text: tuple[int, ...] = (0,)
 
