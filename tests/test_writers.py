@@ -145,10 +145,17 @@ def test_closed_pipe_exits_quietly(report, rules):
 
 
 @pytest.mark.parametrize("fmt", ["csv", "column"])
-def test_a_run_does_not_import_pandas(report, fmt):
-    """pyarrow imports pandas on its first pa.array/pa.scalar (0.3-0.7 s of every run); the writers avoid both."""
+def test_a_run_does_not_import_pandas(writer, fmt):
+    """pyarrow imports pandas on its first pa.array/pa.scalar (0.3-0.7 s of every run); the loader (NULLs
+    filled) and the writers avoid both."""
+    names = writer.strings(["plain"])
+    writer.add("kernels", start=[0, 10], end=[5, 20], deviceId=0, demangledName=names[0])
+    writer.add("hgtx", start=[0, 1], end=[9, None], eventType=[59, 34], text=["range", "mark"], globalTid=1)
+    writer.close()
+    report = writer.path
     code = ("import sys\nfrom asysstats.cli import main\n"
-            f"sys.argv = ['asys', 'stats', '-r', 'hggc_ppu_kern_sum,hggc_ppu_kern_sum:base', '--format', '{fmt}', {str(report)!r}]\n"
+            f"sys.argv = ['asys', 'stats', '-r', 'hggc_ppu_kern_sum,hggc_ppu_kern_sum:base,hgtx_sum', '--format', '{fmt}', "
+            f"'--no-cache', {str(report)!r}]\n"
             "try:\n    main()\nexcept SystemExit as exc:\n    assert exc.code in (0, None), exc.code\n"
             "print('pandas' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from asysstats.errors import AsysError, MissingData
-from asysstats.io.arrow import text_ids, to_numpy
+from asysstats.io.arrow import from_numpy, text_ids, to_numpy
 from asysstats.io.cache import ColumnCache
 from asysstats.io.schema import ASYSREP, DIALECT_MARKERS, NSYS, TABLES, Col, TableSpec
 from asysstats.io.strings import StringPool
@@ -246,12 +246,13 @@ class Report:
             raise AsysError(f"{self.path}: table {table}, column {col.name}: text where numbers are expected")
         if col.required and column.null_count:
             raise AsysError(f"{self.path}: table {table}, column {col.name}: {column.null_count} NULL values")
+        dtype = np.dtype(np.float64 if col.kind == "float" else np.int64)
         target = pa.float64() if col.kind == "float" else pa.int64()
         if column.type != target:
             column = column.cast(target)
-        if column.null_count:
-            column = pc.fill_null(column, col.fill)
-        return to_numpy(column, np.dtype(np.float64 if col.kind == "float" else np.int64))
+        if column.null_count:  # the fill as an Arrow scalar: a Python number would import pandas
+            column = pc.fill_null(column, from_numpy(np.array([col.fill], dtype))[0])
+        return to_numpy(column, dtype)
 
     def _fetch_strings(self, ids: list[int]) -> Iterable[tuple[int, str]]:
         if "StringIds" not in self._tables:
