@@ -23,8 +23,12 @@ import weakref
 from typing import TYPE_CHECKING, Any, Mapping
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from asysstats.compute.intervals import enclosing_pairs
+from asysstats.textcolumn import text_column
+from asysstats.io.arrow import from_numpy, from_texts, text
 from asysstats.errors import AsysError
 from asysstats.io.tables import NA, EventTable, empty_table
 from asysstats.names import prefixed_ids
@@ -183,16 +187,21 @@ def nesting(thread: np.ndarray, start: np.ndarray, end: np.ndarray, stacked: np.
 
 def range_stacks(report: "Report", ranges: EventTable) -> np.ndarray:
     """``:6:7:8`` per row of ``ranges``: the range ids of its push/pop stack, outermost
-    first (object array of str), built over every range of the report (an ancestor may lie
-    outside the time window)."""
+    first (an ancestor may lie outside the time window). Joined by Arrow string kernels
+    from one ``:id`` piece per level, without a Python string per range."""
     everything = all_ranges(report)
     ids, level = everything["rangeId"], everything["level"]
-    text = np.array([f":{i}" for i in ids.tolist()], dtype=object)
-    parent_row = np.searchsorted(ids, everything["parentId"])
-    for lvl in range(1, int(level.max(initial=0)) + 1):
-        rows = np.flatnonzero(level == lvl)
-        text[rows] = text[parent_row[rows]] + text[rows]
-    return text[np.searchsorted(ids, ranges["rangeId"])]
+    n = len(ids)
+    pieces = pa.concat_arrays([pc.binary_join_element_wise(text(":"), pc.cast(from_numpy(ids), pa.string()), text("")),
+                               from_texts([""])])  # row n: no range
+    parent_row = np.where(level > 0, np.searchsorted(ids, everything["parentId"]), n)
+    row = np.searchsorted(ids, ranges["rangeId"])
+    parent_row = np.append(parent_row, n)
+    stack = [row]
+    for _ in range(int(level[row].max(initial=0))):
+        row = parent_row[row]
+        stack.append(row)
+    return text_column(pc.binary_join_element_wise(*[pieces.take(from_numpy(r)) for r in reversed(stack)], text("")))
 
 
 # -- launching calls and the innermost range --------------------------------------------------
