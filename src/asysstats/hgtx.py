@@ -27,12 +27,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from asysstats.compute.intervals import enclosing_pairs
-from asysstats.textcolumn import text_column
-from asysstats.io.arrow import from_numpy, from_texts, text
 from asysstats.errors import AsysError
+from asysstats.io.arrow import from_numpy, from_texts, text
 from asysstats.io.tables import NA, EventTable, empty_table
 from asysstats.names import prefixed_ids
 from asysstats.regexes import search
+from asysstats.textcolumn import text_column
 
 if TYPE_CHECKING:
     from asysstats.engine import Inputs
@@ -204,9 +204,8 @@ def range_stacks(report: "Report", ranges: EventTable) -> np.ndarray:
     n = len(ids)
     pieces = pa.concat_arrays([pc.binary_join_element_wise(text(":"), pc.cast(from_numpy(ids), pa.string()), text("")),
                                from_texts([""])])  # row n: no range
-    parent_row = np.where(level > 0, np.searchsorted(ids, everything["parentId"]), n)
+    parent_row = np.append(np.where(level > 0, np.searchsorted(ids, everything["parentId"]), n), n)
     row = np.searchsorted(ids, ranges["rangeId"])
-    parent_row = np.append(parent_row, n)
     stack = [row]
     for _ in range(int(level[row].max(initial=0))):
         row = parent_row[row]

@@ -16,8 +16,9 @@ from asysstats.io.arrow import from_numpy, from_texts, text, text_bytes, to_nump
 
 
 def text_column(array: pa.Array) -> np.ndarray:
-    """A string array without nulls as a ``StringDType`` array, copied by C loops through
-    fixed-width bytes (each value padded with NULs to the longest: meant for short text)."""
+    """A string array without nulls (nor NUL characters) as a ``StringDType`` array, copied
+    by C loops through fixed-width bytes (each value padded with NULs to the longest: meant
+    for short text)."""
     if len(array) == 0:
         return np.empty(0, StringDType())
     lengths = to_numpy(pc.cast(pc.binary_length(array), pa.int64()), np.dtype(np.int64))
