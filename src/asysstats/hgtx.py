@@ -23,12 +23,16 @@ import weakref
 from typing import TYPE_CHECKING, Any, Mapping
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from asysstats.compute.intervals import enclosing_pairs
 from asysstats.errors import AsysError
+from asysstats.io.arrow import from_numpy, from_texts, text
 from asysstats.io.tables import NA, EventTable, empty_table
 from asysstats.names import prefixed_ids
 from asysstats.regexes import search
+from asysstats.textcolumn import text_column
 
 if TYPE_CHECKING:
     from asysstats.engine import Inputs
@@ -148,51 +152,65 @@ def nesting(thread: np.ndarray, start: np.ndarray, end: np.ndarray, stacked: np.
     idx = np.flatnonzero(stacked)
     if len(idx):
         g, s, e = thread[idx], start[idx], end[idx]
-        m = len(idx)
-        # start events: (g, s, 1, -e, id); end events: (g, e, 0 or 2 when empty)
-        ev_g = np.concatenate([g, g])
-        ev_t = np.concatenate([s, e])
-        ev_kind = np.concatenate([np.ones(m, np.int64), np.where(e == s, 2, 0)])
-        ev_tie = np.concatenate([-e, np.zeros(m, np.int64)])
-        ev_id = np.concatenate([range_id[idx], range_id[idx]])
-        order = np.lexsort((ev_id, ev_tie, ev_kind, ev_t, ev_g))
-        delta = np.where(order < m, 1, -1)
-        depth_before = np.cumsum(delta) - delta
-        is_start = order < m
-        lvl = np.empty(m, np.int64)
-        lvl[order[is_start]] = depth_before[is_start]
-        pos = np.empty(m, np.int64)  # position of each start in start order
-        pos[order[is_start]] = np.arange(m)
-        # parent: last range at level-1 before this one in start order (same thread)
-        key = lvl * m + pos
-        by_key = np.argsort(key)
-        sorted_keys = key[by_key]
-        has = lvl > 0
-        cand = np.searchsorted(sorted_keys, (lvl[has] - 1) * m + pos[has], "left") - 1
-        par = by_key[np.maximum(cand, 0)]
-        valid = (cand >= 0) & (lvl[par] == lvl[has] - 1) & (g[par] == g[has])
-        local_parent = np.full(m, -1, np.int64)
-        local_parent[np.flatnonzero(has)[valid]] = par[valid]
+        lvl, pos = _start_depths(g, s, e, range_id[idx])
+        local_parent = _parents(g, lvl, pos)
         level[idx] = lvl
         with_parent = local_parent >= 0
         parent[idx[with_parent]] = range_id[idx][local_parent[with_parent]]
-        children[idx] = np.bincount(local_parent[with_parent], minlength=m)
-        child_time[idx] = np.bincount(local_parent[with_parent], weights=(e - s)[with_parent], minlength=m)
+        children[idx] = np.bincount(local_parent[with_parent], minlength=len(idx))
+        child_time[idx] = np.bincount(local_parent[with_parent], weights=(e - s)[with_parent], minlength=len(idx))
     return {"level": level, "parentId": parent, "children": children, "childTime": child_time}
+
+
+def _start_depths(g: np.ndarray, s: np.ndarray, e: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Stack depth of each range at its start and its position in start order, from one
+    sort of start events ``(g, s, 1, -e, id)`` and end events ``(g, e, 0 or 2 when empty)``
+    (small key types: the sort of twice the ranges sets the peak memory of a cold run)."""
+    m = len(s)
+    kind = np.concatenate([np.ones(m, np.int8), np.where(e == s, 2, 0).astype(np.int8)])
+    order = np.lexsort((np.concatenate([ids, ids]), np.concatenate([-e, np.zeros(m, np.int64)]), kind,
+                        np.concatenate([s, e]), np.concatenate([g, g])))
+    is_start = order < m
+    depth = np.cumsum(np.where(is_start, np.int8(1), np.int8(-1)), dtype=np.int64)[is_start] - 1
+    starts = order[is_start]
+    lvl = np.empty(m, np.int64)
+    lvl[starts] = depth
+    pos = np.empty(m, np.int64)
+    pos[starts] = np.arange(m)
+    return lvl, pos
+
+
+def _parents(g: np.ndarray, lvl: np.ndarray, pos: np.ndarray) -> np.ndarray:
+    """Index of each range's parent, -1 at level 0: the last range one level up before it
+    in start order, on the same thread."""
+    m = len(lvl)
+    key = lvl * m + pos
+    by_key = np.argsort(key)
+    has = np.flatnonzero(lvl > 0)
+    cand = np.searchsorted(key[by_key], key[has] - m, "left") - 1
+    par = by_key[np.maximum(cand, 0)]
+    valid = (cand >= 0) & (lvl[par] == lvl[has] - 1) & (g[par] == g[has])
+    local_parent = np.full(m, -1, np.int64)
+    local_parent[has[valid]] = par[valid]
+    return local_parent
 
 
 def range_stacks(report: "Report", ranges: EventTable) -> np.ndarray:
     """``:6:7:8`` per row of ``ranges``: the range ids of its push/pop stack, outermost
-    first (object array of str), built over every range of the report (an ancestor may lie
-    outside the time window)."""
+    first (an ancestor may lie outside the time window). Joined by Arrow string kernels
+    from one ``:id`` piece per level, without a Python string per range."""
     everything = all_ranges(report)
     ids, level = everything["rangeId"], everything["level"]
-    text = np.array([f":{i}" for i in ids.tolist()], dtype=object)
-    parent_row = np.searchsorted(ids, everything["parentId"])
-    for lvl in range(1, int(level.max(initial=0)) + 1):
-        rows = np.flatnonzero(level == lvl)
-        text[rows] = text[parent_row[rows]] + text[rows]
-    return text[np.searchsorted(ids, ranges["rangeId"])]
+    n = len(ids)
+    pieces = pa.concat_arrays([pc.binary_join_element_wise(text(":"), pc.cast(from_numpy(ids), pa.string()), text("")),
+                               from_texts([""])])  # row n: no range
+    parent_row = np.append(np.where(level > 0, np.searchsorted(ids, everything["parentId"]), n), n)
+    row = np.searchsorted(ids, ranges["rangeId"])
+    stack = [row]
+    for _ in range(int(level[row].max(initial=0))):
+        row = parent_row[row]
+        stack.append(row)
+    return text_column(pc.binary_join_element_wise(*[pieces.take(from_numpy(r)) for r in reversed(stack)], text("")))
 
 
 # -- launching calls and the innermost range --------------------------------------------------

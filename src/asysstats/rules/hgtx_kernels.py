@@ -123,16 +123,25 @@ KERN_SUM = Rule(
 )
 
 
+def positions(keys: tuple[np.ndarray, ...]) -> np.ndarray:
+    """Each row's position in the order of ``np.lexsort(keys)``."""
+    order = np.lexsort(keys)
+    out = np.empty(len(order), np.int64)
+    out[order] = np.arange(len(order))
+    return out
+
+
 def kern_trace(inputs: Inputs, options: Mapping[str, Any]) -> dict:
     links = Links(inputs, options)
     kernels = links.kernels
     kernel_names = kernel_name_ids(inputs.strings, kernels, name_mode(options))
-    k = links.kernel_row
-    range_name = links.range_cell("name", -1)
-    order = np.lexsort((links.range_cell("rangeId"), inputs.strings.sort_rank(range_name),
-                        links.range_cell("start", np.iinfo(np.int64).min), kernels["row"][k],
-                        inputs.strings.sort_rank(kernel_names)[k], kernels["start"][k]))
-    links.reorder(order)  # every column below is gathered once, in output order
+    ranges = links.ranges
+    # kernel (start, name, row), then range (none first; start, name, id): each sorted once
+    kernel_pos = positions((kernels["row"], inputs.strings.sort_rank(kernel_names), kernels["start"]))
+    range_pos = np.concatenate([[0], positions((ranges["rangeId"], inputs.strings.sort_rank(ranges["name"]),
+                                                ranges["start"])) + 1])
+    key = kernel_pos[links.kernel_row] * (ranges.rows + 1) + range_pos[links.range_row + 1]
+    links.reorder(np.argsort(key, kind="stable"))  # every column below is gathered once, in output order
     k = links.kernel_row
     grid, block = dimension_ids(inputs, kernels)
     graph_node = kernels["graphNodeId"][k]

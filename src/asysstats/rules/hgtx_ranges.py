@@ -76,6 +76,9 @@ TRACE_COLUMNS = (
 )
 
 
+TRACE_INPUTS = ("start", "end", "childTime", "name", "pid", "tid", "level", "children", "rangeId", "parentId")
+
+
 def name_matches(inputs: Inputs, names: np.ndarray, pattern) -> np.ndarray:
     """Mask of rows whose name the regex finds (searched once per distinct name)."""
     if pattern is None or len(names) == 0:
@@ -97,9 +100,9 @@ def name_trees(inputs: Inputs, ranges: EventTable) -> np.ndarray:
 
 def pushpop_trace(inputs: Inputs, options: Mapping[str, Any]) -> dict:
     ranges = load_ranges(inputs)
-    ranges = ranges.take((ranges["pushpop"] == 1) & name_matches(inputs, ranges["name"], options["range"]))
-    order = np.lexsort((ranges["rangeId"], ranges["level"], ranges["start"]))  # stack order at equal starts
-    ranges = ranges.take(order)
+    rows = np.flatnonzero((ranges["pushpop"] == 1) & name_matches(inputs, ranges["name"], options["range"]))
+    rows = rows[np.lexsort([ranges[c][rows] for c in ("rangeId", "level", "start")])]  # stack order at equal starts
+    ranges = EventTable({c: ranges[c] for c in TRACE_INPUTS}).take(rows)  # one copy of the columns it prints
     duration = ranges["end"] - ranges["start"]
     return {
         "Start (ns)": ranges["start"], "End (ns)": ranges["end"], "Duration (ns)": duration,
