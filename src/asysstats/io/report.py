@@ -181,7 +181,10 @@ class Report:
 
     def _read_and_cache(self, table: str, cols: list[Col]) -> dict[str, pa.ChunkedArray]:
         arrow = self._read_arrow(table, self._select(table, cols), cols)
-        columns = {c.name: pa.chunked_array([arrow.column(c.name).combine_chunks()]) for c in cols}
+        columns = {}
+        for c in cols:  # one chunk per column (the cache maps it without a copy); the slices freed as it goes
+            columns[c.name] = pa.chunked_array([arrow.column(c.name).combine_chunks()])
+            arrow = arrow.drop_columns([c.name])
         if self._column_cache is not None:
             for name, values in columns.items():
                 self._column_cache.put(table, name, values)
