@@ -31,9 +31,11 @@ def distinct(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return ids[:0], np.empty(0, np.int64)
     low, high = int(ids.min()), int(ids.max())
     span = min(DENSE_SPAN, 4 * len(ids) + 4096)  # a table much larger than the rows costs more than a sort
+    if 0 <= low and high < span:  # string ids: a table from 0 (no shifted copy of the rows)
+        return dense_distinct(ids, high)
     if high - low < span:
-        uniq, index = dense_distinct(ids - low if low else ids, high - low)
-        return uniq + low if low else uniq, index
+        uniq, index = dense_distinct(ids - low, high - low)
+        return uniq + low, index
     if low >= 0 and high >= DERIVED_BASE:  # report ids and derived ids: fold the gap between them
         derived = ids >= DERIVED_BASE
         first_derived = int(ids[derived].min())
