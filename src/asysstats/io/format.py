@@ -91,11 +91,33 @@ def cells(kind: str, values: np.ndarray, strings: StringPool, decimals: int = 1,
 def integer_text(values: np.ndarray) -> pa.Array:
     """Decimal text of int64 values; a column of few distinct values (ids, sizes) is
     converted once per distinct value."""
-    if len(values) > 1024 and int(values.max()) - int(values.min()) < len(values):  # counted, not sorted
-        uniq, index = distinct(values)
-        if len(uniq) * 8 < len(values):
-            return pc.cast(from_numpy(uniq), pa.string()).take(from_numpy(index))
+    coded = few_values(values)
+    if coded is not None:
+        return pc.cast(from_numpy(coded[0]), pa.string()).take(from_numpy(coded[1]))
     return pc.cast(from_numpy(values), pa.string())
+
+
+def few_values(values: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """(distinct values, each row's index) of an integer column of few distinct values in a
+    narrow range (``NA`` included), else None; counted, not sorted."""
+    if values.dtype != np.int64 or len(values) <= 1024:
+        return None
+    low, high = int(values.min()), int(values.max())
+    missing = low == NA
+    if missing:
+        present = values != NA
+        if not present.any():
+            return None
+        low = int(values.min(where=present, initial=high))
+        values = np.where(present, values, low - 1)
+    if high - low >= len(values):
+        return None
+    uniq, index = distinct(values)
+    if len(uniq) * 8 >= len(values):
+        return None
+    if missing:
+        uniq[0] = NA
+    return uniq, index
 
 
 def text_cells(values: np.ndarray, strings: StringPool, csv: bool = False) -> pa.Array:

@@ -16,7 +16,8 @@ import pyarrow.compute as pc
 
 from asysstats.engine import Result
 from asysstats.errors import AsysError
-from asysstats.io.arrow import from_numpy, lines_bytes, text, text_bytes
+from asysstats.io.arrow import lines_bytes, text
+from asysstats.io.csvlines import csv_lines, row_numbers
 from asysstats.io.format import DASH, cells, pair_sides, texts, typed_value
 from asysstats.registry import INT, PAIR_INNER, PAIR_TEXT, TEXT
 
@@ -26,21 +27,15 @@ FORMATS = ("column", "csv", "json", "xlsx", "py")
 CHUNK_ROWS = 1 << 18  # CSV is formatted and written this many rows at a time (bounded memory)
 
 
-def _cell_columns(result: Result, decimals: int, rows: slice = slice(None), csv: bool = False) -> list[pa.Array]:
-    return [cells(c.kind, result.frame[c.name][rows], result.strings, decimals, csv) for c in result.columns]
-
-
-def row_numbers(start: int, stop: int) -> pa.Array:
-    return pc.cast(from_numpy(np.arange(start + 1, stop + 1)), pa.string())
+def _cell_columns(result: Result, decimals: int) -> list[pa.Array]:
+    return [cells(c.kind, result.frame[c.name], result.strings, decimals) for c in result.columns]
 
 
 def csv_parts(result: Result, decimals: int = 1) -> Iterator[bytes | memoryview]:
     """Header ``Row#,<columns>,``; text always quoted, numbers never; each line ends with ','."""
     yield (",".join(["Row#"] + [c.name for c in result.columns]) + ",\n").encode("utf-8")
     for start in range(0, result.rows, CHUNK_ROWS):
-        stop = min(start + CHUNK_ROWS, result.rows)
-        columns = _cell_columns(result, decimals, slice(start, stop), csv=True)
-        yield text_bytes(pc.binary_join_element_wise(row_numbers(start, stop), *columns, text("\n"), text(",")))
+        yield csv_lines(result, start, min(start + CHUNK_ROWS, result.rows), decimals)
 
 
 def to_csv(result: Result, decimals: int = 1) -> str:

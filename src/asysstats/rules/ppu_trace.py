@@ -64,17 +64,17 @@ def memcpy_name_ids(inputs: Inputs, copy_kinds: np.ndarray, dst_kinds: np.ndarra
     return ids[inverse.reshape(-1)] if len(ids) else np.empty(0, np.int64)
 
 
+EMPTY = {c.name: (np.nan, np.float64) if c.name == "Throughput (B/s)" else (NA if c.kind == INT else -1, np.int64)
+         for c in COLUMNS if c.name != "Device"}  # the device label is made last, from "_device"
+
+
 def part(table, name_ids: np.ndarray, **cells: np.ndarray) -> dict[str, np.ndarray]:
     """One activity kind's rows as output columns (cells it does not give are missing)."""
-    n = table.rows
-    out = {c.name: np.full(n, NA, dtype=np.int64) for c in COLUMNS if c.kind == INT}
-    out.update({c.name: np.full(n, -1, dtype=np.int64) for c in COLUMNS if c.kind == TEXT})
-    out["Throughput (B/s)"] = np.full(n, np.nan)
-    out.update({"Start (ns)": table["start"], "Duration (ns)": table["end"] - table["start"],
-                "CorrId": table["correlationId"], "Ctx": table["contextId"], "Strm": table["streamId"],
-                "Name": name_ids, "_device": table["deviceId"]})
-    out.update(cells)
-    return out
+    cells.update({"Start (ns)": table["start"], "Duration (ns)": table["end"] - table["start"],
+                  "CorrId": table["correlationId"], "Ctx": table["contextId"], "Strm": table["streamId"],
+                  "Name": name_ids})
+    return {name: cells[name] if name in cells else np.full(table.rows, fill, dtype=dtype)
+            for name, (fill, dtype) in EMPTY.items()} | {"_device": table["deviceId"]}
 
 
 def memory_cells(table) -> dict[str, np.ndarray]:

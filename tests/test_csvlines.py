@@ -1,0 +1,60 @@
+"""CSV lines: columns of few values coded and combined, the others per row, against a
+brute-force formatter of every cell."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings, strategies as st
+
+from asysstats.engine import Result
+from asysstats.io import writers
+from asysstats.io.strings import StringPool
+from asysstats.io.tables import NA
+from asysstats.registry import INT, TEXT, Column, Rule
+
+WORDS = ['plain', 'say "hi"', "a,b", "", "ünï"]
+
+
+def expected(kinds: list[str], columns: list[list], pool: StringPool) -> str:
+    lines = [",".join(["Row#"] + [f"c{i}" for i in range(len(kinds))]) + ","]
+    for row, cells in enumerate(zip(*columns), start=1):
+        out = [str(row)]
+        for kind, value in zip(kinds, cells):
+            if kind == INT:
+                out.append('"-"' if value == NA else str(value))
+            else:
+                out.append('"-"' if value < 0 else '"' + pool.text(value).replace('"', '""') + '"')
+        lines.append(",".join(out) + ",")
+    return "\n".join(lines) + "\n"
+
+
+column = st.one_of(
+    st.tuples(st.just(INT), st.sampled_from([3, 2000, 10 ** 12]), st.booleans()),
+    st.tuples(st.just(TEXT), st.just(len(WORDS)), st.booleans()))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(column, min_size=1, max_size=6), st.integers(1, 3000), st.integers(0, 2 ** 32 - 1),
+       st.sampled_from([7, 1000, 1 << 18]))
+def test_csv_lines_match_each_cell_formatted_alone(spec, rows, seed, chunk):
+    rng = np.random.default_rng(seed)
+    pool = StringPool()
+    ids = pool.intern(WORDS)
+    kinds, frame = [], {}
+    for i, (kind, spread, missing) in enumerate(spec):
+        if kind == INT:
+            values = rng.integers(-spread, spread, rows)
+            values[rng.random(rows) < 0.2 * missing] = NA
+        else:
+            values = ids[rng.integers(0, spread, rows)]
+            values[rng.random(rows) < 0.2 * missing] = -1
+        kinds.append(kind)
+        frame[f"c{i}"] = values
+    rule = Rule("demo", "Demo", "A demo rule.", tuple(Column(f"c{i}", k, "") for i, k in enumerate(kinds)),
+                lambda i, o: {}, ("kernels",))
+    result = Result(rule, rule.columns, frame, pool)
+    writers.CHUNK_ROWS, saved = chunk, writers.CHUNK_ROWS
+    try:
+        assert writers.to_csv(result) == expected(kinds, [frame[f"c{i}"].tolist() for i in range(len(kinds))], pool)
+    finally:
+        writers.CHUNK_ROWS = saved
