@@ -39,8 +39,9 @@ from asysstats.operators.activities import load_activities, range_filter
 from asysstats.operators.catalog import FRAMEWORK, LIBRARY
 from asysstats.operators.merge import PREFILL_DECODE_OPTION, joined_ids, parsed_ids
 from asysstats.operators.model import WORK_FIELDS, work_arrays, work_of
-from asysstats.operators.parsers import CUSTOM, FRAMEWORK_CLAIM, LIBRARY_CLAIM, Parsed
-from asysstats.operators.recognise import TypeFilter, classify_kernels, custom_rules, recognise_ranges, type_filter
+from asysstats.operators.parsers import CUSTOM, FRAMEWORK_CLAIM, LIBRARY_CLAIM
+from asysstats.operators.recognise import (Recognised, TypeFilter, classify_kernels, custom_rules, recognise_ranges,
+                                           type_filter)
 
 
 @dataclass
@@ -57,7 +58,7 @@ class Analysis:
     inputs: Inputs
     acts: EventTable
     ops: EventTable
-    parsed: list[Parsed]
+    parsed: Recognised
     pairs: Pairs
     outer: dict[Any, np.ndarray]
     merged_into: np.ndarray
@@ -87,16 +88,17 @@ def analyse(inputs: Inputs, options: Mapping[str, Any], mode: str = "demangled")
 
 
 def operator_ranges(inputs: Inputs, rules: tuple, types: TypeFilter,
-                    options: Mapping[str, Any]) -> tuple[EventTable, list[Parsed]]:
+                    options: Mapping[str, Any]) -> tuple[EventTable, Recognised]:
     """The recognised ranges with their ``parsed`` index, ``type``/``key``/``display`` ids,
     ``layer``, ``claim`` class and work columns (library and custom operators only: a
     framework operator rarely holds the kernels its parameters describe)."""
     ranges = all_ranges(inputs.report)
     index, parsed = recognise_ranges(inputs.strings, ranges, rules, types)
     per_text = parsed_ids(inputs.strings, parsed, options)
-    per_text.update(work_arrays([work_of(p) if p.claim != FRAMEWORK_CLAIM else None for p in parsed]))
-    per_text["layer"] = np.array([p.layer for p in parsed], dtype=np.int64)
-    per_text["claim"] = np.array([p.claim for p in parsed], dtype=np.int64)
+    per_text.update(work_arrays(parsed.column(lambda p: work_of(p) if p.claim != FRAMEWORK_CLAIM else None, None,
+                                              object)))
+    per_text["layer"] = parsed.column(lambda p: p.layer, FRAMEWORK, np.int64)
+    per_text["claim"] = parsed.column(lambda p: p.claim, FRAMEWORK_CLAIM, np.int64)
     keep = index >= 0
     index = index[keep]
     return ranges.take(keep).with_columns(parsed=index, **{k: v[index] for k, v in per_text.items()}), parsed
@@ -135,15 +137,15 @@ def instance_ids(an: "Analysis", rows: np.ndarray, graph: np.ndarray, act: np.nd
     return out
 
 
-def merge_prefill_decode(inputs: Inputs, ops: EventTable, parsed: list[Parsed],
+def merge_prefill_decode(inputs: Inputs, ops: EventTable, parsed: Recognised,
                          acts: EventTable) -> tuple[EventTable, np.ndarray]:
     """Pair each prefill attention range with the decode one that follows it on its thread
     with no launch (of any of ``acts``, before range filters) in between; the decode range's
     operator becomes the prefill's."""
     merged_into = np.arange(ops.rows)
-    flash = np.array([p.family == "flash" and p.layer == LIBRARY for p in parsed], dtype=bool)
-    decode = np.array([bool(p.params.get("decode")) for p in parsed], dtype=bool)
-    rows = np.flatnonzero(flash[ops["parsed"]]) if parsed else np.empty(0, np.int64)
+    flash = parsed.column(lambda p: p.family == "flash" and p.layer == LIBRARY, False, bool)
+    decode = parsed.column(lambda p: bool(p.params.get("decode")), False, bool)
+    rows = np.flatnonzero(flash[ops["parsed"]])
     if len(rows) < 2:
         return ops, merged_into
     rows = rows[np.lexsort((ops["rangeId"][rows], ops["start"][rows], ops["globalTid"][rows]))]

@@ -1,0 +1,43 @@
+"""Bulk recognition of PyTorch texts against the per-text parser and merge keys."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from asysstats.io.arrow import from_texts
+from asysstats.operators.merge import merge_key
+from asysstats.operators.parsers import parse_builtin
+from asysstats.operators.torch_texts import torch_keys, torch_mask
+
+heads = st.sampled_from(["aten::mm", "_C::rms_norm", "_moe_C::topk", "my::op", "my::op.out", "x::", "::y",
+                         "aten::mm x", "aten:mm", "[acBLAS] --format=Gemm", "D_MoE,M_1", "aten::é", "1a::b", ""])
+keys = st.sampled_from(["seq", "op_id", "sizes", "input_op_ids", "alpha", "k2", "é", "a b"])
+values = st.text(st.sampled_from(list("0a[], =\t\n\x1c\x1f é")), max_size=8)
+fields = st.lists(st.tuples(keys, values, st.sampled_from([" = ", "=", " =  ", ", "])), max_size=4)
+texts = st.one_of(st.builds(lambda h, f: h + "".join(f", {k}{eq}{v}" for k, v, eq in f), heads, fields),
+                  st.text(max_size=20))
+
+
+def reference(text: str) -> bool:
+    parsed = parse_builtin(text, text, None)
+    return text.isascii() and parsed is not None and parsed.family == "pytorch"
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(texts, max_size=12))
+def test_torch_texts_match_the_parser(items: list[str]) -> None:
+    mask = torch_mask(from_texts(items))
+    assert mask.tolist() == [reference(t) for t in items]
+    chosen = [t for t, m in zip(items, mask) if m]
+    for keep_all in (False, True):
+        options = {"no-merge-pytorch-parameter": keep_all}
+        expected = [merge_key(parse_builtin(t, t, None), options) for t in chosen]
+        assert torch_keys(from_texts(chosen), keep_all).to_pylist() == expected
+
+
+def test_fields_keep_their_commas_and_lose_outer_spaces() -> None:
+    text = "aten::mm, seq = 1, sizes =  [[2, 3], [3]] \t, op_id = 2, alpha = a = b"
+    assert torch_mask(from_texts([text])).tolist() == [True]
+    assert torch_keys(from_texts([text]), False).to_pylist() == ["PyTorch|PyTorch|op=aten::mm,sizes=[[2, 3], [3]],"
+                                                                 "alpha=a = b"]
