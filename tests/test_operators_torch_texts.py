@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -41,3 +44,13 @@ def test_fields_keep_their_commas_and_lose_outer_spaces() -> None:
     assert torch_mask(from_texts([text])).tolist() == [True]
     assert torch_keys(from_texts([text]), False).to_pylist() == ["PyTorch|PyTorch|op=aten::mm,sizes=[[2, 3], [3]],"
                                                                  "alpha=a = b"]
+
+
+def test_bulk_recognition_does_not_import_pandas() -> None:
+    """pa.scalar (a Python value given to a compute function) would import pandas."""
+    code = ("import sys\nfrom asysstats.io.arrow import from_texts\n"
+            "from asysstats.operators.torch_texts import torch_keys, torch_mask\n"
+            "texts = from_texts(['aten::mm, seq = 1', 'x'])\n"
+            "torch_mask(texts), torch_keys(texts, False)\nprint('pandas' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["False"]

@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from asysstats.io.arrow import from_texts, text, to_numpy
+from asysstats.io.arrow import from_texts, text, to_numpy, valid_mask
 from asysstats.operators.catalog import AUTOGRAD_FIELDS, PYTORCH, TORCH_NAMESPACES
 from asysstats.operators.parsers import TORCH_MINOR
 
@@ -34,8 +34,8 @@ def torch_mask(texts: pa.Array) -> np.ndarray:
     known = pc.or_kleene(pc.or_kleene(pc.is_in(head, value_set=from_texts(sorted(TORCH_NAMESPACES))),
                                       pc.ends_with(head, pattern="_C")),
                          pc.match_substring_regex(texts, pattern=f", (?:{fields}) = "))
-    keep = pc.fill_null(pc.and_kleene(pc.and_kleene(pc.string_is_ascii(texts), pc.is_valid(head)), known), False)
-    return to_numpy(keep.cast(pa.uint8()), np.dtype(np.uint8)).astype(bool)
+    keep = pc.and_kleene(pc.and_kleene(pc.string_is_ascii(texts), pc.is_valid(head)), known)
+    return to_numpy(keep.cast(pa.uint8()), np.dtype(np.uint8)).astype(bool) & valid_mask(keep)
 
 
 def torch_keys(texts: pa.Array, keep_all: bool) -> pa.Array:
