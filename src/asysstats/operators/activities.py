@@ -36,7 +36,8 @@ def load_activities(inputs: Inputs, devices: tuple[int, ...] | None, mode: str =
             continue
         table = activity_table(inputs, name, BASE_COLUMNS + EXTRA_COLUMNS[name], devices)
         if name == "kernels":
-            shown, raw = kernel_name_ids(pool, table, mode), kernel_name_ids(pool, table, "demangled")
+            raw = kernel_name_ids(pool, table, "demangled")
+            shown = raw if mode == "demangled" else kernel_name_ids(pool, table, mode)
         elif name == "memcpy":
             shown, raw = memcpy_name_ids(inputs, table["copyKind"], table["dstKind"]), np.full(table.rows, -1)
         else:

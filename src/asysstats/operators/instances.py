@@ -15,7 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from asysstats.compute.grouped import grouped_stats
-from asysstats.compute.intervals import covered_length_by_group
+from asysstats.compute.intervals import covered_length_by_group, covered_length_sorted
+from asysstats.io.strings import distinct
 from asysstats.io.tables import EventTable
 from asysstats.operators.analysis import Analysis, instance_ids
 from asysstats.operators.catalog import OTHERS
@@ -66,8 +67,7 @@ class Instances:
 def flat_instances(an: Analysis) -> Instances:
     rows, claim = claims(an)
     act = np.flatnonzero(claim >= 0)
-    ids, label = np.unique(claim[act], return_inverse=True)
-    label = label.reshape(-1)
+    ids, label = distinct(claim[act])
     acts, ops = an.acts, an.ops
     start, end = acts["start"][act], np.maximum(acts["end"][act], acts["start"][act])
     n = len(ids)
@@ -98,7 +98,8 @@ def flat_instances(an: Analysis) -> Instances:
 
     table = {"type": pick("type", ktype), "key": named("key"),
              "display": named("display"), "opid": pick("rangeId", acts["aid"][kernel]),
-             "start": start[head], "end": last_end, "active": covered_length_by_group(label, start, end, n),
+             "start": start[head], "end": last_end,
+             "active": covered_length_sorted(label[order], start[order], end[order], n),
              "device": acts["deviceId"][kernel], "pid": acts["pid"][kernel], "source": source}
     for column in WORK_FIELDS:
         table[column] = pick(column, np.full(n, np.nan)).astype(np.float64)
@@ -133,10 +134,10 @@ def group_instances(an: Analysis, inst: Instances, keys: list[np.ndarray]) -> Gr
 
 def union_per_device(an: Analysis, inst: Instances, group_of_act: np.ndarray, n_groups: int) -> np.ndarray:
     """Per group: the union of its activities on each device, summed over devices."""
-    devices, device_index = np.unique(an.acts["deviceId"][inst.act], return_inverse=True)
+    devices, device_index = distinct(an.acts["deviceId"][inst.act])
     starts = an.acts["start"][inst.act]
     ends = np.maximum(an.acts["end"][inst.act], starts)
-    key = group_of_act * max(len(devices), 1) + device_index.reshape(-1)
+    key = group_of_act * max(len(devices), 1) + device_index
     per = covered_length_by_group(key, starts, ends, n_groups * max(len(devices), 1))
     return per.reshape(n_groups, max(len(devices), 1)).sum(axis=1)
 

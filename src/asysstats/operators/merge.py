@@ -41,11 +41,10 @@ def merge_key(parsed: Parsed, options: Mapping[str, Any]) -> str:
 def parsed_ids(pool: StringPool, parsed: Recognised, options: Mapping[str, Any]) -> dict[str, np.ndarray]:
     """Per parsed text: ``type``, ``key`` and ``display`` string ids."""
     keep_all = bool(options.get(FAMILY_OPTIONS["pytorch"], False))
-    torch = pool.intern(parsed.torch.to_pylist())
     return {"type": parsed.column(lambda p: pool.intern([p.type])[0], pool.intern([PYTORCH])[0], np.int64),
             "key": parsed.column(lambda p: pool.intern([merge_key(p, options)])[0],
                                  text_ids(pool, torch_keys(parsed.torch, keep_all)), np.int64),
-            "display": parsed.column(lambda p: pool.intern([p.display])[0], torch, np.int64)}
+            "display": parsed.column(lambda p: pool.intern([p.display])[0], parsed.torch_ids, np.int64)}
 
 
 def joined_ids(pool: StringPool, first: np.ndarray, second: np.ndarray, sep: str = " + ") -> np.ndarray:

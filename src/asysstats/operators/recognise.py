@@ -93,10 +93,11 @@ def recognise_text(canonical: str, bare: str, domain: str | None, rules: tuple[C
 
 class Recognised(Sequence[Parsed]):
     """The recognised operator texts by index: ``eager`` (parsed one by one), then ``torch``,
-    PyTorch texts recognised in bulk (:mod:`torch_texts`), parsed only when one is read."""
+    PyTorch texts recognised in bulk (:mod:`torch_texts`), parsed only when one is read;
+    ``torch_ids`` are their string ids."""
 
-    def __init__(self, eager: list[Parsed], torch: pa.Array) -> None:
-        self.eager, self.torch = eager, torch
+    def __init__(self, eager: list[Parsed], torch: pa.Array, torch_ids: np.ndarray) -> None:
+        self.eager, self.torch, self.torch_ids = eager, torch, torch_ids
 
     def __len__(self) -> int:
         return len(self.eager) + len(self.torch)
@@ -144,7 +145,7 @@ def recognise_ranges(pool: StringPool, ranges: EventTable, rules: tuple[CustomRu
     torch = bulk & (PYTORCH in types)
     index[torch] = len(eager) + np.arange(int(torch.sum()))
     out[rows] = index[slot]
-    return out, Recognised(eager, from_texts(texts[torch]))
+    return out, Recognised(eager, from_texts(texts[torch]), uniq[torch])
 
 
 def classify_kernels(pool: StringPool, names: np.ndarray, rules: tuple[CustomRule, ...],
