@@ -1,16 +1,20 @@
-"""Bulk recognition of PyTorch texts against the per-text parser and merge keys."""
+"""Bulk recognition of PyTorch texts against the per-text parser, merge keys and recognition."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 
+import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from asysstats.io.arrow import from_texts
+from asysstats.io.strings import StringPool
+from asysstats.io.tables import EventTable
 from asysstats.operators.merge import merge_key
 from asysstats.operators.parsers import parse_builtin
+from asysstats.operators.recognise import custom_rules, recognise_ranges, recognise_text, type_filter
 from asysstats.operators.torch_texts import torch_keys, torch_mask
 
 heads = st.sampled_from(["aten::mm", "_C::rms_norm", "_moe_C::topk", "my::op", "my::op.out", "x::", "::y",
@@ -54,3 +58,29 @@ def test_bulk_recognition_does_not_import_pandas() -> None:
             "torch_mask(texts), torch_keys(texts, False)\nprint('pandas' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["False"]
+
+
+rules = st.sampled_from([(("Custom", "kernel:zz"),), (("Custom", "hgtx:mm"),),
+                         (("Custom", "kernel:mm"), ("Other", "hgtx:NCCL"))])
+ops = st.sampled_from([None, ("PyTorch",), ("GEMM", "Custom")])
+domains = st.sampled_from([None, "NCCL", "acblas"])
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(texts | st.sampled_from(["[acBLAS] --format=Gemm,t,n,1,2,3", "AllReduce, p:0"]), domains),
+                max_size=10), rules, ops)
+def test_recognise_ranges_routes_texts_like_the_per_text_recognition(items, config, op) -> None:
+    """Bulk or one by one, each range's :class:`Parsed` is what ``recognise_text`` gives it."""
+    pool = StringPool()
+    custom = custom_rules(config)
+    types = type_filter(op, custom)
+    domain_ids = np.array([pool.intern([d])[0] if d else -1 for _, d in items], dtype=np.int64)
+    names = np.array([pool.intern([f"{d}:{t}" if d else t])[0] for t, d in items], dtype=np.int64)
+    ranges = EventTable({"name": names, "domain": domain_ids})
+    index, parsed = recognise_ranges(pool, ranges, custom, types)
+    for row in range(len(items)):
+        canonical = pool.text(names[row])
+        domain = items[int(np.flatnonzero(names == names[row])[0])][1]  # a name's first range gives its domain
+        bare = canonical[len(domain) + 1:] if domain and canonical.startswith(domain + ":") else canonical
+        expected = recognise_text(canonical, bare, domain, custom, types)
+        assert (parsed[index[row]] if index[row] >= 0 else None) == expected

@@ -18,7 +18,7 @@ import pyarrow as pa
 import regex
 
 from asysstats.errors import AsysError
-from asysstats.io.arrow import from_texts
+from asysstats.io.arrow import from_numpy, from_texts
 from asysstats.io.strings import StringPool, distinct
 from asysstats.io.tables import EventTable
 from asysstats.operators.catalog import BUILTIN_TYPES, FRAMEWORK, KERNEL_TYPES, OTHERS, PYTORCH
@@ -129,7 +129,8 @@ def recognise_ranges(pool: StringPool, ranges: EventTable, rules: tuple[CustomRu
     domain_ids = ranges["domain"][first]
     bulk = np.zeros(len(uniq), dtype=bool)
     plain = np.flatnonzero(domain_ids < 0)
-    bulk[plain] = torch_mask(from_texts(texts[plain]))
+    candidates = from_texts(texts[plain])
+    bulk[plain] = torch_mask(candidates)
     hgtx = [r for r in rules if r.source == "hgtx"]
     for i in np.flatnonzero(bulk) if hgtx else ():
         bulk[i] = not any(search(r.pattern, texts[i], "--ppu-op-config") for r in hgtx)
@@ -145,7 +146,7 @@ def recognise_ranges(pool: StringPool, ranges: EventTable, rules: tuple[CustomRu
     torch = bulk & (PYTORCH in types)
     index[torch] = len(eager) + np.arange(int(torch.sum()))
     out[rows] = index[slot]
-    return out, Recognised(eager, from_texts(texts[torch]), uniq[torch])
+    return out, Recognised(eager, candidates.filter(from_numpy(torch[plain])), uniq[torch])
 
 
 def classify_kernels(pool: StringPool, names: np.ndarray, rules: tuple[CustomRule, ...],

@@ -45,13 +45,17 @@ def torch_keys(texts: pa.Array, keep_all: bool) -> pa.Array:
     pieces = pc.split_pattern(texts, pattern=", ")
     flat = pieces.flatten()
     offsets = to_numpy(pieces.offsets, np.dtype(np.int32)).astype(np.int64)
-    start = is_true(pc.match_substring_regex(flat, pattern=r"^\w+ = "))
+    start = is_true(pc.match_substring(flat, pattern=" = "))  # the regex runs on these alone
+    candidates = np.flatnonzero(start)
+    start[candidates] = is_true(pc.match_substring_regex(flat.take(from_numpy(candidates)), pattern=r"^\w+ = "))
     start[offsets[:-1]] = True
     owner = np.repeat(np.arange(len(texts)), np.diff(offsets))[start]  # the text of each field
     bounds = np.append(np.flatnonzero(start), len(flat))
     fields = pc.binary_join(pa.ListArray.from_arrays(from_numpy(bounds.astype(np.int32)), flat), text(", "))
     if not keep_all:
-        minor = is_true(pc.match_substring_regex(flat, pattern=f"^(?:{'|'.join(sorted(TORCH_MINOR))}) = "))[start]
+        minor = np.zeros(len(fields), dtype=bool)
+        for key in TORCH_MINOR:
+            minor |= is_true(pc.starts_with(fields, pattern=f"{key} = "))
         fields, owner = fields.filter(from_numpy(~minor)), owner[~minor]
     fields = pc.ascii_rtrim(pc.replace_substring(fields, pattern=" = ", replacement="=", max_replacements=1),
                             characters=SPACES)
