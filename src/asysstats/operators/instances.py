@@ -10,6 +10,7 @@ form a group, shown with the name of its earliest instance.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -109,27 +110,35 @@ def flat_instances(an: Analysis) -> Instances:
 
 @dataclass
 class Grouped:
-    """Instances grouped by keys: ``label`` per instance, ``stats`` of durations, the
-    earliest instance of each group, per-device union ``active`` time, and utilisations."""
+    """Instances grouped by keys: ``label`` per instance and ``stats`` of durations; when
+    first read, the earliest instance of each group (``first``) and per-device union
+    ``active`` time."""
 
+    an: Analysis
+    inst: Instances
     keys: tuple[np.ndarray, ...]
     label: np.ndarray
     stats: dict[str, np.ndarray]
-    first: np.ndarray
-    active: np.ndarray
 
     @property
     def count(self) -> int:
-        return len(self.first)
+        return len(self.stats["count"])
+
+    @functools.cached_property
+    def first(self) -> np.ndarray:
+        t = self.inst.table
+        order = np.lexsort((t["opid"], t["start"], self.label))
+        return order[np.r_[True, self.label[order][1:] != self.label[order][:-1]]] if len(order) else order
+
+    @functools.cached_property
+    def active(self) -> np.ndarray:
+        return union_per_device(self.an, self.inst, self.label[self.inst.label], self.count)
 
 
 def group_instances(an: Analysis, inst: Instances, keys: list[np.ndarray]) -> Grouped:
     t = inst.table
     groups, stats = grouped_stats(keys, t["end"] - t["start"])
-    label = groups.label() if t.rows else np.empty(0, np.int64)
-    order = np.lexsort((t["opid"], t["start"], label))
-    first = order[np.r_[True, label[order][1:] != label[order][:-1]]] if len(order) else order
-    return Grouped(groups.keys, label, stats, first, union_per_device(an, inst, label[inst.label], groups.count))
+    return Grouped(an, inst, groups.keys, groups.label() if t.rows else np.empty(0, np.int64), stats)
 
 
 def union_per_device(an: Analysis, inst: Instances, group_of_act: np.ndarray, n_groups: int) -> np.ndarray:
