@@ -50,12 +50,12 @@ RANGE_COLUMNS = ("rangeId", "globalTid", "start", "end")  # what the operator ru
 class Analysis:
     """``acts``: the analysed activities (:mod:`activities`) plus ``ktype`` (kernel-name type
     id, -1) and ``kcustom``; ``ops``: the operator ranges (``RANGE_COLUMNS`` of
-    :func:`asysstats.hgtx.all_ranges` rows) plus per-range ``type``/``key``/``display`` ids, ``layer``, ``claim``, ``parsed``
-    (index into ``parsed``) and the work columns; ``outer``: per claim class and per layer
-    (keys ``"F"``, ``"L"``) the outermost operator range of each activity (-1: none), and
-    under ``(key, "graph")`` whether graph mapping alone links them; ``merged_into``: each
-    range's operator (itself, or its prefill partner); ``pairs``: every correlated
-    (operator range, activity) pair."""
+    :func:`asysstats.hgtx.all_ranges` rows) plus per-range ``type``/``key``/``display`` ids,
+    ``layer``, ``claim``, ``parsed`` (index into ``parsed``) and the work columns; ``outer``:
+    per claim class and per layer (keys ``"F"``, ``"L"``) the outermost operator range of
+    each activity (-1: none), and under ``(key, "graph")`` whether graph mapping alone links
+    them; ``merged_into``: each range's operator (itself, or its prefill partner);
+    ``pairs``: every correlated (operator range, activity) pair."""
 
     inputs: Inputs
     acts: EventTable
