@@ -94,10 +94,12 @@ def creation_rows(nodes: EventTable, activities: EventTable) -> np.ndarray:
     return row
 
 
-def correlate(report: "Report", ranges: EventTable, activities: EventTable, graph_mapping: bool = True) -> Pairs:
-    """Every (range, activity) pair of conventions 14; a pair found both ways is direct."""
+def correlate(report: "Report", ranges: EventTable, activities: EventTable, graph_mapping: bool = True,
+              launch: np.ndarray | None = None) -> Pairs:
+    """Every (range, activity) pair of conventions 14; a pair found both ways is direct.
+    ``launch``: the activities' :func:`launch_rows`, when the caller has them."""
     calls = runtime_calls(report)
-    launch = launch_rows(calls, activities)
+    launch = launch_rows(calls, activities) if launch is None else launch
     have = np.flatnonzero(launch >= 0)
     r, p = enclosing_pairs(ranges["globalTid"], ranges["start"], ranges["end"],
                            calls["globalTid"][launch[have]], calls["start"][launch[have]])

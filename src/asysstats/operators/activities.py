@@ -36,7 +36,8 @@ def load_activities(inputs: Inputs, devices: tuple[int, ...] | None, mode: str =
             continue
         table = activity_table(inputs, name, BASE_COLUMNS + EXTRA_COLUMNS[name], devices)
         if name == "kernels":
-            shown, raw = kernel_name_ids(pool, table, mode), kernel_name_ids(pool, table, "demangled")
+            raw = kernel_name_ids(pool, table, "demangled")
+            shown = raw if mode == "demangled" else kernel_name_ids(pool, table, mode)
         elif name == "memcpy":
             shown, raw = memcpy_name_ids(inputs, table["copyKind"], table["dstKind"]), np.full(table.rows, -1)
         else:
@@ -48,10 +49,12 @@ def load_activities(inputs: Inputs, devices: tuple[int, ...] | None, mode: str =
     return EventTable.concat(parts) if parts else empty_table(list(COLUMNS))
 
 
-def range_filter(inputs: Inputs, activities: EventTable, options: Mapping[str, Any], graph: bool) -> np.ndarray:
+def range_filter(inputs: Inputs, activities: EventTable, options: Mapping[str, Any], graph: bool,
+                 launch: np.ndarray) -> np.ndarray:
     """Mask of the activities that ``range-include`` / ``range-exclude`` keep: with an
     include list, those correlated with a range whose name matches it; never those
-    correlated with a range whose name matches the exclude list."""
+    correlated with a range whose name matches the exclude list (``launch``: the
+    activities' launching call rows)."""
     keep = np.ones(activities.rows, dtype=bool)
     include, exclude = options.get("range-include"), options.get("range-exclude")
     if not (include or exclude) or activities.rows == 0:
@@ -60,9 +63,9 @@ def range_filter(inputs: Inputs, activities: EventTable, options: Mapping[str, A
     if include:
         rows = np.flatnonzero(name_filter(inputs, ranges["name"], {"range-include": include}))
         hit = np.zeros(activities.rows, dtype=bool)
-        hit[correlate(inputs.report, ranges.take(rows), activities, graph).activity_row] = True
+        hit[correlate(inputs.report, ranges.take(rows), activities, graph, launch).activity_row] = True
         keep &= hit
     if exclude:
         rows = np.flatnonzero(~name_filter(inputs, ranges["name"], {"range-exclude": exclude}))
-        keep[correlate(inputs.report, ranges.take(rows), activities, graph).activity_row] = False
+        keep[correlate(inputs.report, ranges.take(rows), activities, graph, launch).activity_row] = False
     return keep

@@ -39,25 +39,28 @@ from asysstats.operators.activities import load_activities, range_filter
 from asysstats.operators.catalog import FRAMEWORK, LIBRARY
 from asysstats.operators.merge import PREFILL_DECODE_OPTION, joined_ids, parsed_ids
 from asysstats.operators.model import WORK_FIELDS, work_arrays, work_of
-from asysstats.operators.parsers import CUSTOM, FRAMEWORK_CLAIM, LIBRARY_CLAIM, Parsed
-from asysstats.operators.recognise import TypeFilter, classify_kernels, custom_rules, recognise_ranges, type_filter
+from asysstats.operators.parsers import CUSTOM, FRAMEWORK_CLAIM, LIBRARY_CLAIM
+from asysstats.operators.recognise import (Recognised, TypeFilter, classify_kernels, custom_rules, recognise_ranges,
+                                           type_filter)
+
+RANGE_COLUMNS = ("rangeId", "globalTid", "start", "end")  # what the operator rules read of a range
 
 
 @dataclass
 class Analysis:
     """``acts``: the analysed activities (:mod:`activities`) plus ``ktype`` (kernel-name type
-    id, -1) and ``kcustom``; ``ops``: the operator ranges (:func:`asysstats.hgtx.all_ranges`
-    rows) plus per-range ``type``/``key``/``display`` ids, ``layer``, ``claim``, ``parsed``
-    (index into ``parsed``) and the work columns; ``outer``: per claim class and per layer
-    (keys ``"F"``, ``"L"``) the outermost operator range of each activity (-1: none), and
-    under ``(key, "graph")`` whether graph mapping alone links them; ``merged_into``: each
-    range's operator (itself, or its prefill partner); ``pairs``: every correlated
-    (operator range, activity) pair."""
+    id, -1) and ``kcustom``; ``ops``: the operator ranges (``RANGE_COLUMNS`` of
+    :func:`asysstats.hgtx.all_ranges` rows) plus per-range ``type``/``key``/``display`` ids,
+    ``layer``, ``claim``, ``parsed`` (index into ``parsed``) and the work columns; ``outer``:
+    per claim class and per layer (keys ``"F"``, ``"L"``) the outermost operator range of
+    each activity (-1: none), and under ``(key, "graph")`` whether graph mapping alone links
+    them; ``merged_into``: each range's operator (itself, or its prefill partner);
+    ``pairs``: every correlated (operator range, activity) pair."""
 
     inputs: Inputs
     acts: EventTable
     ops: EventTable
-    parsed: list[Parsed]
+    parsed: Recognised
     pairs: Pairs
     outer: dict[Any, np.ndarray]
     merged_into: np.ndarray
@@ -71,51 +74,66 @@ def analyse(inputs: Inputs, options: Mapping[str, Any], mode: str = "demangled")
     types = type_filter(options.get("op"), rules)
     graph = not options.get("no-graph-mapping", False)
     every = load_activities(inputs, options.get("device"), mode)
-    acts = every.take(range_filter(inputs, every, options, graph))
+    launch = launch_rows(runtime_calls(inputs.report), every)
+    keep = range_filter(inputs, every, options, graph, launch)
+    acts = every.take(keep)
     ktype, kcustom = classify_kernels(inputs.strings, np.where(acts["kind"] == 0, acts["raw"], -1), rules, types)
     acts = acts.with_columns(ktype=ktype, kcustom=kcustom)
     ops, parsed = operator_ranges(inputs, rules, types, options)
-    pairs = correlate(inputs.report, ops, acts, graph)
-    outer = outermost(pairs, ops, ops["claim"], acts.rows, (CUSTOM, LIBRARY_CLAIM, FRAMEWORK_CLAIM))
+    pairs = correlate(inputs.report, ops, acts, graph, launch[keep])
+    order = outer_order(pairs, ops)
+    outer = outermost(pairs, order, ops["claim"], acts.rows, (CUSTOM, LIBRARY_CLAIM, FRAMEWORK_CLAIM))
+    by_layer = outermost(pairs, order, ops["layer"], acts.rows, (FRAMEWORK, LIBRARY))
     for name, layer in (("F", FRAMEWORK), ("L", LIBRARY)):
-        by_layer = outermost(pairs, ops, ops["layer"], acts.rows, (layer,))
         outer[name], outer[name, "graph"] = by_layer[layer], by_layer[layer, "graph"]
     merged_into = np.arange(ops.rows)
     if not options.get(PREFILL_DECODE_OPTION, False):
-        ops, merged_into = merge_prefill_decode(inputs, ops, parsed, every)
+        ops, merged_into = merge_prefill_decode(inputs, ops, parsed, launch)
     return Analysis(inputs, acts, ops, parsed, pairs, outer, merged_into, types)
 
 
 def operator_ranges(inputs: Inputs, rules: tuple, types: TypeFilter,
-                    options: Mapping[str, Any]) -> tuple[EventTable, list[Parsed]]:
+                    options: Mapping[str, Any]) -> tuple[EventTable, Recognised]:
     """The recognised ranges with their ``parsed`` index, ``type``/``key``/``display`` ids,
     ``layer``, ``claim`` class and work columns (library and custom operators only: a
     framework operator rarely holds the kernels its parameters describe)."""
     ranges = all_ranges(inputs.report)
     index, parsed = recognise_ranges(inputs.strings, ranges, rules, types)
     per_text = parsed_ids(inputs.strings, parsed, options)
-    per_text.update(work_arrays([work_of(p) if p.claim != FRAMEWORK_CLAIM else None for p in parsed]))
-    per_text["layer"] = np.array([p.layer for p in parsed], dtype=np.int64)
-    per_text["claim"] = np.array([p.claim for p in parsed], dtype=np.int64)
-    keep = index >= 0
+    per_text.update(work_arrays(parsed.column(lambda p: work_of(p) if p.claim != FRAMEWORK_CLAIM else None, None,
+                                              object)))
+    per_text["layer"] = parsed.column(lambda p: p.layer, FRAMEWORK, np.int64)
+    per_text["claim"] = parsed.column(lambda p: p.claim, FRAMEWORK_CLAIM, np.int64)
+    keep = np.flatnonzero(index >= 0)
     index = index[keep]
-    return ranges.take(keep).with_columns(parsed=index, **{k: v[index] for k, v in per_text.items()}), parsed
+    columns = {k: ranges[k][keep] for k in RANGE_COLUMNS}
+    return EventTable({**columns, "parsed": index, **{k: v[index] for k, v in per_text.items()}}), parsed
 
 
-def outermost(pairs: Pairs, ops: EventTable, klass: np.ndarray, n_acts: int, classes: tuple) -> dict:
+def outer_order(pairs: Pairs, ops: EventTable) -> np.ndarray:
+    """The pairs by activity, then outermost range first (earliest start, latest end, lowest
+    ``rangeId``); ties in pair order. Ranges are ranked once, so one two-key sort serves."""
+    ranked = np.lexsort((ops["rangeId"], -ops["end"], ops["start"]))
+    start, end, ids = ops["start"][ranked], ops["end"][ranked], ops["rangeId"][ranked]
+    new = np.ones(ops.rows, dtype=bool)
+    new[1:] = (start[1:] != start[:-1]) | (end[1:] != end[:-1]) | (ids[1:] != ids[:-1])
+    rank = np.empty(ops.rows, dtype=np.int64)
+    rank[ranked] = np.cumsum(new)
+    return np.lexsort((rank[pairs.range_row], pairs.activity_row))
+
+
+def outermost(pairs: Pairs, order: np.ndarray, klass: np.ndarray, n_acts: int, classes: tuple) -> dict:
     """Per class: for each activity the outermost correlated range of that class (-1 if
-    none), and under ``(class, "graph")`` whether only graph mapping links the two."""
-    r, a, g = pairs.range_row, pairs.activity_row, pairs.via_graph
-    c = klass[r] if len(r) else r
-    order = np.lexsort((ops["rangeId"][r], -ops["end"][r], ops["start"][r], c, a))
-    r, a, c, g = r[order], a[order], c[order], g[order]
-    first = np.ones(len(r), dtype=bool)
-    first[1:] = (a[1:] != a[:-1]) | (c[1:] != c[:-1])
+    none), and under ``(class, "graph")`` whether only graph mapping links the two;
+    ``order`` is :func:`outer_order`."""
+    r, a, g = pairs.range_row[order], pairs.activity_row[order], pairs.via_graph[order]
+    c = klass[r]
     out = {}
     for k in classes:
+        pick = np.flatnonzero(c == k)
+        pick = pick[np.r_[True, a[pick[1:]] != a[pick[:-1]]]] if len(pick) else pick
         out[k] = np.full(n_acts, -1, dtype=np.int64)
         out[k, "graph"] = np.zeros(n_acts, dtype=bool)
-        pick = first & (c == k)
         out[k][a[pick]] = r[pick]
         out[k, "graph"][a[pick]] = g[pick]
     return out
@@ -135,15 +153,15 @@ def instance_ids(an: "Analysis", rows: np.ndarray, graph: np.ndarray, act: np.nd
     return out
 
 
-def merge_prefill_decode(inputs: Inputs, ops: EventTable, parsed: list[Parsed],
-                         acts: EventTable) -> tuple[EventTable, np.ndarray]:
+def merge_prefill_decode(inputs: Inputs, ops: EventTable, parsed: Recognised,
+                         launch: np.ndarray) -> tuple[EventTable, np.ndarray]:
     """Pair each prefill attention range with the decode one that follows it on its thread
-    with no launch (of any of ``acts``, before range filters) in between; the decode range's
-    operator becomes the prefill's."""
+    with no launch (``launch``: the launching call rows of all activities, before range
+    filters) in between; the decode range's operator becomes the prefill's."""
     merged_into = np.arange(ops.rows)
-    flash = np.array([p.family == "flash" and p.layer == LIBRARY for p in parsed], dtype=bool)
-    decode = np.array([bool(p.params.get("decode")) for p in parsed], dtype=bool)
-    rows = np.flatnonzero(flash[ops["parsed"]]) if parsed else np.empty(0, np.int64)
+    flash = parsed.column(lambda p: p.family == "flash" and p.layer == LIBRARY, False, bool)
+    decode = parsed.column(lambda p: bool(p.params.get("decode")), False, bool)
+    rows = np.flatnonzero(flash[ops["parsed"]])
     if len(rows) < 2:
         return ops, merged_into
     rows = rows[np.lexsort((ops["rangeId"][rows], ops["start"][rows], ops["globalTid"][rows]))]
@@ -152,7 +170,7 @@ def merge_prefill_decode(inputs: Inputs, ops: EventTable, parsed: list[Parsed],
     cand = (ops["globalTid"][first] == ops["globalTid"][second]) & ~is_decode[first] & is_decode[second]
     first, second = first[cand], second[cand]
     calls = runtime_calls(inputs.report)
-    launched = distinct(launch_rows(calls, acts))[0]
+    launched = distinct(launch)[0]
     launched = launched[launched >= 0]
     hit, _ = enclosing_pairs(ops["globalTid"][first], ops["end"][first], ops["start"][second],
                              calls["globalTid"][launched], calls["start"][launched])

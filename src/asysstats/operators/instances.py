@@ -10,12 +10,14 @@ form a group, shown with the name of its earliest instance.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
 
 from asysstats.compute.grouped import grouped_stats
-from asysstats.compute.intervals import covered_length_by_group
+from asysstats.compute.intervals import covered_length_by_group, covered_length_sorted
+from asysstats.io.strings import distinct
 from asysstats.io.tables import EventTable
 from asysstats.operators.analysis import Analysis, instance_ids
 from asysstats.operators.catalog import OTHERS
@@ -66,8 +68,7 @@ class Instances:
 def flat_instances(an: Analysis) -> Instances:
     rows, claim = claims(an)
     act = np.flatnonzero(claim >= 0)
-    ids, label = np.unique(claim[act], return_inverse=True)
-    label = label.reshape(-1)
+    ids, label = distinct(claim[act])
     acts, ops = an.acts, an.ops
     start, end = acts["start"][act], np.maximum(acts["end"][act], acts["start"][act])
     n = len(ids)
@@ -98,7 +99,8 @@ def flat_instances(an: Analysis) -> Instances:
 
     table = {"type": pick("type", ktype), "key": named("key"),
              "display": named("display"), "opid": pick("rangeId", acts["aid"][kernel]),
-             "start": start[head], "end": last_end, "active": covered_length_by_group(label, start, end, n),
+             "start": start[head], "end": last_end,
+             "active": covered_length_sorted(label[order], start[order], end[order], n),
              "device": acts["deviceId"][kernel], "pid": acts["pid"][kernel], "source": source}
     for column in WORK_FIELDS:
         table[column] = pick(column, np.full(n, np.nan)).astype(np.float64)
@@ -108,35 +110,43 @@ def flat_instances(an: Analysis) -> Instances:
 
 @dataclass
 class Grouped:
-    """Instances grouped by keys: ``label`` per instance, ``stats`` of durations, the
-    earliest instance of each group, per-device union ``active`` time, and utilisations."""
+    """Instances grouped by keys: ``label`` per instance and ``stats`` of durations; when
+    first read, the earliest instance of each group (``first``) and per-device union
+    ``active`` time."""
 
+    an: Analysis
+    inst: Instances
     keys: tuple[np.ndarray, ...]
     label: np.ndarray
     stats: dict[str, np.ndarray]
-    first: np.ndarray
-    active: np.ndarray
 
     @property
     def count(self) -> int:
-        return len(self.first)
+        return len(self.stats["count"])
+
+    @functools.cached_property
+    def first(self) -> np.ndarray:
+        t = self.inst.table
+        order = np.lexsort((t["opid"], t["start"], self.label))
+        return order[np.r_[True, self.label[order][1:] != self.label[order][:-1]]] if len(order) else order
+
+    @functools.cached_property
+    def active(self) -> np.ndarray:
+        return union_per_device(self.an, self.inst, self.label[self.inst.label], self.count)
 
 
 def group_instances(an: Analysis, inst: Instances, keys: list[np.ndarray]) -> Grouped:
     t = inst.table
     groups, stats = grouped_stats(keys, t["end"] - t["start"])
-    label = groups.label() if t.rows else np.empty(0, np.int64)
-    order = np.lexsort((t["opid"], t["start"], label))
-    first = order[np.r_[True, label[order][1:] != label[order][:-1]]] if len(order) else order
-    return Grouped(groups.keys, label, stats, first, union_per_device(an, inst, label[inst.label], groups.count))
+    return Grouped(an, inst, groups.keys, groups.label() if t.rows else np.empty(0, np.int64), stats)
 
 
 def union_per_device(an: Analysis, inst: Instances, group_of_act: np.ndarray, n_groups: int) -> np.ndarray:
     """Per group: the union of its activities on each device, summed over devices."""
-    devices, device_index = np.unique(an.acts["deviceId"][inst.act], return_inverse=True)
+    devices, device_index = distinct(an.acts["deviceId"][inst.act])
     starts = an.acts["start"][inst.act]
     ends = np.maximum(an.acts["end"][inst.act], starts)
-    key = group_of_act * max(len(devices), 1) + device_index.reshape(-1)
+    key = group_of_act * max(len(devices), 1) + device_index
     per = covered_length_by_group(key, starts, ends, n_groups * max(len(devices), 1))
     return per.reshape(n_groups, max(len(devices), 1)).sum(axis=1)
 

@@ -24,7 +24,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from asysstats.compute.grouped import group_by
-from asysstats.compute.intervals import covered_length_by_group
+from asysstats.compute.intervals import covered_length_by_group, covered_length_sorted
+from asysstats.io.strings import distinct
 from asysstats.operators.analysis import Analysis, instance_ids
 from asysstats.operators.catalog import OTHERS
 from asysstats.rules.activity import row_index
@@ -49,9 +50,9 @@ def spans(an: Analysis, idx: np.ndarray, layer: str) -> Spans:
     rows, graph = an.outer[layer][idx], an.outer[layer, "graph"][idx]
     ids = instance_ids(an, rows, graph, idx)
     has = ids >= 0
-    uniq, label_has = np.unique(ids[has], return_inverse=True)
+    uniq, label_has = distinct(ids[has])
     label = np.full(len(idx), -1, dtype=np.int64)
-    label[has] = label_has.reshape(-1)
+    label[has] = label_has
     n = len(uniq)
     s, e = an.acts["start"][idx], np.maximum(an.acts["end"][idx], an.acts["start"][idx])
     pos = np.flatnonzero(has)
@@ -60,7 +61,7 @@ def spans(an: Analysis, idx: np.ndarray, layer: str) -> Spans:
     end = np.full(n, np.iinfo(np.int64).min, dtype=np.int64)
     np.maximum.at(end, label[pos], e[pos])
     merged = an.merged_into[rows[head]] if len(head) else head
-    return Spans(label, merged, s[head], end, covered_length_by_group(label[pos], s[pos], e[pos], n), head)
+    return Spans(label, merged, s[head], end, covered_length_sorted(label[order], s[order], e[order], n), head)
 
 
 @dataclass
@@ -139,13 +140,11 @@ def breakdown(an: Analysis) -> Breakdown:
 def summarise(items: dict[str, np.ndarray], keys: tuple[str, ...]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """Group items by ``keys``: per group the keys, ``time`` sum, ``count`` and the
     ``display`` of its earliest item; returns each item's group too."""
-    groups = group_by([items[k] for k in keys])
+    groups = group_by([items[k] for k in keys], items["start"])  # earliest item first in each group
     label = groups.label() if groups.count else np.empty(0, np.int64)
     out = dict(zip(keys, groups.keys))
     out["time"] = np.bincount(label, weights=items["time"], minlength=groups.count)
     out["count"] = np.bincount(label, minlength=groups.count).astype(np.int64)
-    order = np.lexsort((items["start"], label))
-    first = order[np.r_[True, label[order][1:] != label[order][:-1]]] if len(order) else order
-    out["display"] = items["display"][first]
+    out["display"] = groups.first(items["display"])
     return label, out
 

@@ -18,8 +18,12 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from asysstats.io.arrow import text_ids
 from asysstats.io.strings import StringPool
+from asysstats.operators.catalog import PYTORCH
 from asysstats.operators.parsers import Parsed
+from asysstats.operators.recognise import Recognised
+from asysstats.operators.torch_texts import torch_keys
 
 FAMILY_OPTIONS = {"pytorch": "no-merge-pytorch-parameter", "gemm": "no-merge-gemm-parameter",
                   "flash": "no-merge-flash-attention-parameter", "moe": "no-merge-moe-parameter",
@@ -34,10 +38,13 @@ def merge_key(parsed: Parsed, options: Mapping[str, Any]) -> str:
     return f"{parsed.type}|{parsed.library}|{body}"
 
 
-def parsed_ids(pool: StringPool, parsed: list[Parsed], options: Mapping[str, Any]) -> dict[str, np.ndarray]:
+def parsed_ids(pool: StringPool, parsed: Recognised, options: Mapping[str, Any]) -> dict[str, np.ndarray]:
     """Per parsed text: ``type``, ``key`` and ``display`` string ids."""
-    return {"type": pool.intern(p.type for p in parsed), "key": pool.intern(merge_key(p, options) for p in parsed),
-            "display": pool.intern(p.display for p in parsed)}
+    keep_all = bool(options.get(FAMILY_OPTIONS["pytorch"], False))
+    return {"type": parsed.column(lambda p: pool.intern([p.type])[0], pool.intern([PYTORCH])[0], np.int64),
+            "key": parsed.column(lambda p: pool.intern([merge_key(p, options)])[0],
+                                 text_ids(pool, torch_keys(parsed.torch, keep_all)), np.int64),
+            "display": parsed.column(lambda p: pool.intern([p.display])[0], parsed.torch_ids, np.int64)}
 
 
 def joined_ids(pool: StringPool, first: np.ndarray, second: np.ndarray, sep: str = " + ") -> np.ndarray:

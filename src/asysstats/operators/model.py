@@ -138,17 +138,19 @@ def peak_arrays(inputs: "Inputs", devices: np.ndarray, dtypes: np.ndarray,
     """Peak FLOP/s (of each row's data type) and bandwidth of each row's device; NaN when
     unknown, with one note per device whose figures a ``needed`` row lacks."""
     table = device_peaks(inputs)
-    flops = np.full(len(devices), math.nan)
-    bandwidth = np.full(len(devices), math.nan)
-    for device in distinct_sorted(np.sort(devices)).tolist():
-        rows = devices == device
-        figures = table.get(device, {})
-        bandwidth[rows] = figures.get("bandwidth", math.nan)
-        for dtype in np.unique(dtypes[rows]).tolist():
-            flops[rows & (dtypes == dtype)] = figures.get(dtype, math.nan)
-        lacking = rows & needed & (np.isnan(flops) | np.isnan(bandwidth))
-        if lacking.any():
-            name = figures.get("name") or "not listed in the report"
-            inputs.notes.append(f"{inputs.report.path.name}: no peak figures for PPU device {device} ({name}); "
-                                "utilisation is '-' (describe the device with --device-spec FILE)")
+    known = distinct_sorted(np.sort(devices))
+    device = np.searchsorted(known, devices)
+    kinds = sorted(set(dtypes.tolist()))
+    kind = np.zeros(len(dtypes), dtype=np.int64)
+    for i, name in enumerate(kinds[1:], start=1):
+        kind[dtypes == name] = i
+    figures = [table.get(d, {}) for d in known.tolist()]
+    peaks = np.array([[f.get(name, math.nan) for name in kinds] for f in figures], dtype=np.float64)
+    flops = peaks.reshape(len(known), len(kinds))[device, kind]
+    bandwidth = np.array([f.get("bandwidth", math.nan) for f in figures], dtype=np.float64)[device]
+    lacking = needed & (np.isnan(flops) | np.isnan(bandwidth))
+    for i in distinct_sorted(np.sort(device[lacking])).tolist():
+        name = figures[i].get("name") or "not listed in the report"
+        inputs.notes.append(f"{inputs.report.path.name}: no peak figures for PPU device {known[i]} ({name}); "
+                            "utilisation is '-' (describe the device with --device-spec FILE)")
     return flops, bandwidth

@@ -26,6 +26,7 @@ BLAS_FIELDS = ("kind", "transa", "transb", "m", "n", "k", "lda", "ldb", "ldc", "
                "dtype", "algo", "compute", "epilogue")
 BLAS_KINDS = ("GemmEx", "Gemm", "GemmBatchedEx")
 LEADING = frozenset({"lda", "ldb", "ldc", "alpha", "beta"})
+TORCH_MINOR = frozenset({"seq", "op_id", "input_op_ids"})
 
 
 @dataclass(frozen=True)
@@ -67,7 +68,7 @@ def parse_pytorch(text: str) -> Parsed | None:
             and not any(k in AUTOGRAD_FIELDS for k, _ in fields):
         return None
     return Parsed(PYTORCH, FRAMEWORK, FRAMEWORK_CLAIM, "PyTorch", text, (("op", pieces[0]), *fields), "pytorch",
-                  frozenset({"seq", "op_id", "input_op_ids"}), {"op": pieces[0], "sizes": dict(fields).get("sizes")})
+                  TORCH_MINOR, {"op": pieces[0], "sizes": dict(fields).get("sizes")})
 
 
 def shapes(sizes: str | None) -> list | None:

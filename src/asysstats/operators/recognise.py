@@ -11,15 +11,19 @@ string, never per event.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any, Callable, Sequence
 
 import numpy as np
+import pyarrow as pa
 import regex
 
 from asysstats.errors import AsysError
+from asysstats.io.arrow import from_numpy, from_texts
 from asysstats.io.strings import StringPool, distinct
 from asysstats.io.tables import EventTable
-from asysstats.operators.catalog import BUILTIN_TYPES, FRAMEWORK, KERNEL_TYPES, OTHERS
-from asysstats.operators.parsers import CUSTOM, Parsed, parse_builtin
+from asysstats.operators.catalog import BUILTIN_TYPES, FRAMEWORK, KERNEL_TYPES, OTHERS, PYTORCH
+from asysstats.operators.parsers import CUSTOM, Parsed, parse_builtin, parse_pytorch
+from asysstats.operators.torch_texts import torch_mask
 from asysstats.regexes import compile_user_regex, search
 
 SOURCES = ("kernel", "hgtx")
@@ -87,31 +91,62 @@ def recognise_text(canonical: str, bare: str, domain: str | None, rules: tuple[C
     return builtin if builtin is not None and builtin.type in types else None
 
 
+class Recognised(Sequence[Parsed]):
+    """The recognised operator texts by index: ``eager`` (parsed one by one), then ``torch``,
+    PyTorch texts recognised in bulk (:mod:`torch_texts`), parsed only when one is read;
+    ``torch_ids`` are their string ids."""
+
+    def __init__(self, eager: list[Parsed], torch: pa.Array, torch_ids: np.ndarray) -> None:
+        self.eager, self.torch, self.torch_ids = eager, torch, torch_ids
+
+    def __len__(self) -> int:
+        return len(self.eager) + len(self.torch)
+
+    def __getitem__(self, index: int) -> Parsed:  # type: ignore[override]
+        if index < len(self.eager):
+            return self.eager[index]
+        return parse_pytorch(self.torch[index - len(self.eager)].as_py())
+
+    def column(self, fn: Callable[[Parsed], Any], torch: Any, dtype: Any = None) -> np.ndarray:
+        """``fn`` of each text's :class:`Parsed`; for the bulk PyTorch texts ``torch`` (what
+        ``fn`` gives them: one value, or one per text)."""
+        eager = np.array([fn(p) for p in self.eager], dtype=dtype)
+        return np.concatenate([eager, np.broadcast_to(np.asarray(torch, dtype=eager.dtype), len(self.torch))])
+
+
 def recognise_ranges(pool: StringPool, ranges: EventTable, rules: tuple[CustomRule, ...],
-                     types: TypeFilter) -> tuple[np.ndarray, list[Parsed]]:
-    """Per range row, the index of its :class:`Parsed` in the returned list (-1: no operator)."""
+                     types: TypeFilter) -> tuple[np.ndarray, Recognised]:
+    """Per range row, the index of its :class:`Parsed` (-1: no operator). PyTorch texts
+    (no domain, no custom rule matching) are recognised in bulk, the others one by one."""
     out = np.full(ranges.rows, -1, dtype=np.int64)
     names = ranges["name"]
-    if ranges.rows == 0:
-        return out, []
     valid = names >= 0
     uniq, slot = distinct(names[valid])
     rows = np.flatnonzero(valid)
     first = np.full(len(uniq), ranges.rows, dtype=np.int64)
     np.minimum.at(first, slot, rows)  # the first row of each distinct name
     texts = pool.lookup(uniq)
-    domains = pool.lookup(ranges["domain"][first])
-    parsed: list[Parsed] = []
+    domain_ids = ranges["domain"][first]
+    bulk = np.zeros(len(uniq), dtype=bool)
+    plain = np.flatnonzero(domain_ids < 0)
+    candidates = from_texts(texts[plain])
+    bulk[plain] = torch_mask(candidates)
+    hgtx = [r for r in rules if r.source == "hgtx"]
+    for i in np.flatnonzero(bulk) if hgtx else ():
+        bulk[i] = not any(search(r.pattern, texts[i], "--ppu-op-config") for r in hgtx)
+    eager: list[Parsed] = []
     index = np.full(len(uniq), -1, dtype=np.int64)
-    for i, (text, domain) in enumerate(zip(texts, domains)):
-        text = text or ""
+    one_by_one = np.flatnonzero(~bulk)
+    for i, text, domain in zip(one_by_one.tolist(), texts[one_by_one], pool.lookup(domain_ids[one_by_one])):
         bare = text[len(domain) + 1:] if domain is not None and text.startswith(domain + ":") else text
         found = recognise_text(text, bare, domain, rules, types)
         if found is not None:
-            index[i] = len(parsed)
-            parsed.append(found)
+            index[i] = len(eager)
+            eager.append(found)
+    torch = bulk & (PYTORCH in types)
+    index[torch] = len(eager) + np.arange(int(torch.sum()))
     out[rows] = index[slot]
-    return out, parsed
+    return out, Recognised(eager, candidates.filter(from_numpy(torch[plain])), uniq[torch])
 
 
 def classify_kernels(pool: StringPool, names: np.ndarray, rules: tuple[CustomRule, ...],

@@ -31,8 +31,8 @@ NS = 1e-9
 def moe_ranges(an: Analysis) -> np.ndarray:
     """Rows of ``an.ops`` with MoE parameters that hold no other such range on their thread."""
     ops = an.ops
-    shaped = np.array([p.family == "moe" and "M" in p.params for p in an.parsed], dtype=bool)
-    rows = np.flatnonzero(shaped[ops["parsed"]]) if an.parsed else np.empty(0, np.int64)
+    shaped = an.parsed.column(lambda p: p.family == "moe" and "M" in p.params, False, bool)
+    rows = np.flatnonzero(shaped[ops["parsed"]])
     outer, inner = enclosing_pairs(ops["globalTid"][rows], ops["start"][rows], ops["end"][rows],
                                    ops["globalTid"][rows], ops["start"][rows])
     nested = (outer != inner) & ((ops["start"][rows][inner] > ops["start"][rows][outer])
@@ -44,7 +44,7 @@ def gemm_units(an: Analysis) -> np.ndarray:
     """Per activity its GEMM unit: the innermost GEMM library range (a row of ``an.ops``),
     else ``ops.rows + activity`` for a GEMM or MoE kernel, else -1."""
     ops, pairs = an.ops, an.pairs
-    gemm = np.array([p.family == "gemm" for p in an.parsed], dtype=bool)
+    gemm = an.parsed.column(lambda p: p.family == "gemm", False, bool)
     keep = gemm[ops["parsed"][pairs.range_row]] if len(pairs.range_row) else np.zeros(0, dtype=bool)
     r, a = pairs.range_row[keep], pairs.activity_row[keep]
     order = np.lexsort((-ops["start"][r], a))

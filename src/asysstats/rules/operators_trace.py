@@ -23,10 +23,9 @@ from asysstats.rules.operators_common import OP, PREFILL_DECODE, READS, REQUIRES
 def op_trace(inputs: Inputs, options: Mapping[str, Any]) -> dict:
     an = analyse(inputs, options)
     inst = flat_instances(an)
-    ops, acts = inst.table, an.acts.take(inst.act)
-    own = inst.label
-    order = np.lexsort((acts["aid"], acts["start"], ops["opid"][own], ops["start"][own]))
-    own, acts = own[order], acts.take(order)
+    ops, act, own = inst.table, inst.act, inst.label
+    order = np.lexsort((an.acts["aid"][act], an.acts["start"][act], ops["opid"][own], ops["start"][own]))
+    own, acts = own[order], an.acts.take(act[order])
     return {
         "OP Type": ops["type"][own], "OP Name": ops["display"][own], "OP Start (ns)": ops["start"][own],
         "OP Duration (ns)": (ops["end"] - ops["start"])[own], "OP ID": ops["opid"][own], "Activity ID": acts["aid"],

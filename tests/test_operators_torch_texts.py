@@ -1,0 +1,86 @@
+"""Bulk recognition of PyTorch texts against the per-text parser, merge keys and recognition."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from asysstats.io.arrow import from_texts
+from asysstats.io.strings import StringPool
+from asysstats.io.tables import EventTable
+from asysstats.operators.merge import merge_key
+from asysstats.operators.parsers import parse_builtin
+from asysstats.operators.recognise import custom_rules, recognise_ranges, recognise_text, type_filter
+from asysstats.operators.torch_texts import torch_keys, torch_mask
+
+heads = st.sampled_from(["aten::mm", "_C::rms_norm", "_moe_C::topk", "my::op", "my::op.out", "x::", "::y",
+                         "aten::mm x", "aten:mm", "[acBLAS] --format=Gemm", "D_MoE,M_1", "aten::é", "1a::b", ""])
+keys = st.sampled_from(["seq", "op_id", "sizes", "input_op_ids", "alpha", "k2", "é", "a b"])
+values = st.text(st.sampled_from(list("0a[], =\t\n\x1c\x1f é")), max_size=8)
+fields = st.lists(st.tuples(keys, values, st.sampled_from([" = ", "=", " =  ", ", "])), max_size=4)
+texts = st.one_of(st.builds(lambda h, f: h + "".join(f", {k}{eq}{v}" for k, v, eq in f), heads, fields),
+                  st.text(max_size=20))
+
+
+def reference(text: str) -> bool:
+    parsed = parse_builtin(text, text, None)
+    return text.isascii() and parsed is not None and parsed.family == "pytorch"
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(texts, max_size=12))
+def test_torch_texts_match_the_parser(items: list[str]) -> None:
+    mask = torch_mask(from_texts(items))
+    assert mask.tolist() == [reference(t) for t in items]
+    chosen = [t for t, m in zip(items, mask) if m]
+    for keep_all in (False, True):
+        options = {"no-merge-pytorch-parameter": keep_all}
+        expected = [merge_key(parse_builtin(t, t, None), options) for t in chosen]
+        assert torch_keys(from_texts(chosen), keep_all).to_pylist() == expected
+
+
+def test_fields_keep_their_commas_and_lose_outer_spaces() -> None:
+    text = "aten::mm, seq = 1, sizes =  [[2, 3], [3]] \t, op_id = 2, alpha = a = b"
+    assert torch_mask(from_texts([text])).tolist() == [True]
+    assert torch_keys(from_texts([text]), False).to_pylist() == ["PyTorch|PyTorch|op=aten::mm,sizes=[[2, 3], [3]],"
+                                                                 "alpha=a = b"]
+
+
+def test_bulk_recognition_does_not_import_pandas() -> None:
+    """pa.scalar (a Python value given to a compute function) would import pandas."""
+    code = ("import sys\nfrom asysstats.io.arrow import from_texts\n"
+            "from asysstats.operators.torch_texts import torch_keys, torch_mask\n"
+            "texts = from_texts(['aten::mm, seq = 1', 'x'])\n"
+            "torch_mask(texts), torch_keys(texts, False)\nprint('pandas' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["False"]
+
+
+rules = st.sampled_from([(("Custom", "kernel:zz"),), (("Custom", "hgtx:mm"),),
+                         (("Custom", "kernel:mm"), ("Other", "hgtx:NCCL"))])
+ops = st.sampled_from([None, ("PyTorch",), ("GEMM", "Custom")])
+domains = st.sampled_from([None, "NCCL", "acblas"])
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(texts | st.sampled_from(["[acBLAS] --format=Gemm,t,n,1,2,3", "AllReduce, p:0"]), domains),
+                max_size=10), rules, ops)
+def test_recognise_ranges_routes_texts_like_the_per_text_recognition(items, config, op) -> None:
+    """Bulk or one by one, each range's :class:`Parsed` is what ``recognise_text`` gives it."""
+    pool = StringPool()
+    custom = custom_rules(config)
+    types = type_filter(op, custom)
+    domain_ids = np.array([pool.intern([d])[0] if d else -1 for _, d in items], dtype=np.int64)
+    names = np.array([pool.intern([f"{d}:{t}" if d else t])[0] for t, d in items], dtype=np.int64)
+    ranges = EventTable({"name": names, "domain": domain_ids})
+    index, parsed = recognise_ranges(pool, ranges, custom, types)
+    for row in range(len(items)):
+        canonical = pool.text(names[row])
+        domain = items[int(np.flatnonzero(names == names[row])[0])][1]  # a name's first range gives its domain
+        bare = canonical[len(domain) + 1:] if domain and canonical.startswith(domain + ":") else canonical
+        expected = recognise_text(canonical, bare, domain, custom, types)
+        assert (parsed[index[row]] if index[row] >= 0 else None) == expected
