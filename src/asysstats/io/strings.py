@@ -74,6 +74,11 @@ class Coded:
         """The value of every row."""
         return self.values[self.codes]
 
+    def take(self, index: np.ndarray) -> "Coded":
+        """The rows ``index`` selects (the values they use, coded again)."""
+        used, codes = distinct(self.codes[index])
+        return Coded(self.values[used], codes)
+
 
 class StringPool:
     """Strings by id; ``fetch`` reads missing report ids (in batches) from the report."""

@@ -12,13 +12,13 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from asysstats.compute.grouped import group_by, grouped_stats
+from asysstats.compute.grouped import dense_group_ids, grouped_stats
 from asysstats.compute.intervals import distinct_sorted
 from asysstats.correlate import Pairs, activity_table, correlate
 from asysstats.engine import Inputs
 from asysstats.hgtx import launch_rows, load_ranges, name_filter, pair_key, runtime_calls
 from asysstats.io.tables import NA, EventTable
-from asysstats.names import kernel_name_ids
+from asysstats.names import kernel_name_codes, kernel_name_ids
 from asysstats.registry import (DEVICE, INT, NAME_OPTIONS, NO_GRAPH_MAPPING, RANGE_EXCLUDE, RANGE_INCLUDE, TEXT,
                                 Column, Option, Rule, name_mode)
 from asysstats.rules.activity import take_or_na
@@ -68,17 +68,15 @@ class Links:
 
 def kern_sum(inputs: Inputs, options: Mapping[str, Any]) -> dict:
     links = Links(inputs, options)
-    names = kernel_name_ids(inputs.strings, links.kernels, name_mode(options))[links.kernel_row]
+    names = kernel_name_codes(inputs.strings, links.kernels, name_mode(options)).take(links.kernel_row)
     range_name, style = links.range_cell("name", -1), links.range_cell("style", -1)
-    groups = group_by([range_name, style, links.pid, links.tid, names])
-    label = groups.label()
+    label, keys = dense_group_ids([range_name, style, links.pid, links.tid, names])
     # a kernel counts once per group (nested ranges of one name would count it twice)
     distinct = distinct_sorted(np.sort(pair_key(label, links.kernel_row)))
     k_label, k_row = distinct >> 32, distinct & 0xFFFFFFFF
     _, stats = grouped_stats([k_label], links.kernels["end"][k_row] - links.kernels["start"][k_row])
     range_inst = np.bincount(distinct_sorted(np.sort(pair_key(label, links.range_row))) >> 32,
-                             minlength=groups.count)
-    keys = groups.keys
+                             minlength=len(keys[0]))
     standalone = keys[0] < 0
     order = np.lexsort((inputs.strings.sort_rank(keys[1]), inputs.strings.sort_rank(keys[4]), -stats["sum"],
                         keys[3], keys[2], inputs.strings.sort_rank(keys[0]), standalone))
