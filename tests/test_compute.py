@@ -62,16 +62,6 @@ def test_map_coded_maps_each_row_and_codes_distinct_values(ids):
     assert sorted(set(coded.codes.tolist())) == list(range(len(coded.values)))  # every code used
 
 
-@SETTINGS
-@given(st.lists(id_values, max_size=40), st.lists(st.integers(0, 39), max_size=40))
-def test_coded_take_keeps_the_values_of_the_rows_taken(values, picks):
-    ids = np.array(values, dtype=np.int64)
-    index = np.array([p for p in picks if p < len(ids)], dtype=np.int64)
-    taken = Coded.of(ids).take(index)
-    assert taken.rows().tolist() == ids[index].tolist()
-    assert taken.values.tolist() == sorted(set(ids[index].tolist()))  # only the values the rows use
-
-
 id_values = st.one_of(st.integers(-3, 60), st.integers(DERIVED_BASE, DERIVED_BASE + 40),
                       st.integers(-2 ** 62, 2 ** 62))
 
@@ -83,6 +73,16 @@ def test_distinct_equals_numpy_unique(values):
     uniq, index = distinct(ids)
     expected, inverse = np.unique(ids, return_inverse=True)
     assert uniq.tolist() == expected.tolist() and index.tolist() == inverse.reshape(-1).tolist()
+
+
+@SETTINGS
+@given(st.lists(id_values, max_size=40), st.lists(st.integers(0, 39), max_size=40))
+def test_coded_take_keeps_the_values_of_the_rows_taken(values, picks):
+    ids = np.array(values, dtype=np.int64)
+    index = np.array([p for p in picks if p < len(ids)], dtype=np.int64)
+    taken = Coded.of(ids).take(index)
+    assert taken.rows().tolist() == ids[index].tolist()
+    assert taken.values.tolist() == sorted(set(ids[index].tolist()))  # only the values the rows use
 
 
 @SETTINGS
