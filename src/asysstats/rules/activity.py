@@ -10,7 +10,7 @@ import numpy as np
 from asysstats.compute.grouped import dense_group_ids
 from asysstats.engine import Inputs
 from asysstats.io.schema import MEM_KIND_LABELS, MEMCPY_KIND_LABELS, NSYS, NSYS_MEM_KIND_LABELS
-from asysstats.io.strings import StringPool
+from asysstats.io.strings import StringPool, distinct
 from asysstats.io.tables import NA
 
 
@@ -51,9 +51,9 @@ def device_names(inputs: Inputs) -> dict[int, str]:
 def device_label_ids(inputs: Inputs, device_ids: np.ndarray) -> np.ndarray:
     """String ids of ``"<device name> (<id>)"`` per row; ``"(<id>)"`` for an unlisted device."""
     names = device_names(inputs)
-    uniq, inverse = np.unique(np.asarray(device_ids, dtype=np.int64), return_inverse=True)
+    uniq, inverse = distinct(device_ids)
     ids = inputs.strings.intern(f"{names.get(d, '')} ({d})".lstrip() for d in uniq.tolist())
-    return ids[inverse.reshape(-1)] if len(ids) else np.empty(0, np.int64)
+    return ids[inverse] if len(ids) else np.empty(0, np.int64)
 
 
 def kind_labels(inputs: Inputs, enum: str) -> dict[int, str]:
@@ -74,9 +74,9 @@ def kind_label_ids(inputs: Inputs, enum: str, kinds: np.ndarray, template: str =
     kinds = np.asarray(kinds, dtype=np.int64)
     out = np.full(len(kinds), -1, dtype=np.int64)
     known = kinds >= 0
-    uniq, inverse = np.unique(kinds[known], return_inverse=True)
+    uniq, inverse = distinct(kinds[known])
     ids = inputs.strings.intern(template.format(labels.get(k, "Unknown")) for k in uniq.tolist())
     if len(ids):
-        out[known] = ids[inverse.reshape(-1)]
+        out[known] = ids[inverse]
     return out
 

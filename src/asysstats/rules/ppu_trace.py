@@ -12,6 +12,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from asysstats.compute.grouped import dense_group_ids
 from asysstats.engine import Inputs
 from asysstats.io.tables import NA
 from asysstats.registry import HGTX_NAME, INT, NAME_OPTIONS, ROWS, TEXT, Column, Rule
@@ -55,13 +56,13 @@ def short_copy_kind(label: str) -> str:
 def memcpy_name_ids(inputs: Inputs, copy_kinds: np.ndarray, dst_kinds: np.ndarray) -> np.ndarray:
     """String ids of ``Memcpy <kind> (<destination kind>)`` per memcpy."""
     copy_labels, mem_labels = kind_labels(inputs, "memcpy_kinds"), kind_labels(inputs, "mem_kinds")
-    pairs, inverse = np.unique(np.stack([copy_kinds, dst_kinds], axis=1), axis=0, return_inverse=True)
+    inverse, (copies, dsts) = dense_group_ids([copy_kinds, dst_kinds])
     texts = []
-    for copy_kind, dst_kind in pairs.tolist():
+    for copy_kind, dst_kind in zip(copies.tolist(), dsts.tolist()):
         dst = f" ({mem_labels.get(dst_kind, 'Unknown').lower()})" if dst_kind >= 0 else ""
         texts.append(f"Memcpy {short_copy_kind(copy_labels.get(copy_kind, 'Unknown'))}{dst}")
     ids = inputs.strings.intern(texts)
-    return ids[inverse.reshape(-1)] if len(ids) else np.empty(0, np.int64)
+    return ids[inverse] if len(ids) else np.empty(0, np.int64)
 
 
 EMPTY = {c.name: (np.nan, np.float64) if c.name == "Throughput (B/s)" else (NA if c.kind == INT else -1, np.int64)
