@@ -64,13 +64,18 @@ def valid_mask(array: pa.Array) -> np.ndarray:
     return bits[array.offset:array.offset + len(array)].astype(bool)
 
 
+def one_chunk(column: pa.ChunkedArray) -> pa.Array:
+    """The column as one array: its only chunk as it is (``combine_chunks`` copies even that)."""
+    return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
+
+
 def text_ids(strings: StringPool, column: pa.Array | pa.ChunkedArray) -> np.ndarray:
     """A text column (plain or dictionary-encoded) interned into the pool: the run's string
     ids, -1 for null; each distinct text is interned once."""
     out = np.full(len(column), -1, dtype=np.int64)
     if len(column) == 0 or column.null_count == len(column):
         return out
-    array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    array = one_chunk(column) if isinstance(column, pa.ChunkedArray) else column
     if not pa.types.is_dictionary(array.type):
         array = pc.dictionary_encode(array.cast(pa.string()))
     ids = strings.intern(array.dictionary.to_pylist())

@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from asysstats.errors import AsysError, MissingData
-from asysstats.io.arrow import from_numpy, text_ids, to_numpy
+from asysstats.io.arrow import from_numpy, one_chunk, text_ids, to_numpy
 from asysstats.io.cache import ColumnCache
 from asysstats.io.schema import ASYSREP, DIALECT_MARKERS, NSYS, TABLES, Col, TableSpec
 from asysstats.io.strings import StringPool
@@ -183,7 +183,7 @@ class Report:
         arrow = self._read_arrow(table, self._select(table, cols), cols)
         columns = {}
         for c in cols:  # one chunk per column (the cache maps it without a copy); the slices freed as it goes
-            columns[c.name] = pa.chunked_array([arrow.column(c.name).combine_chunks()])
+            columns[c.name] = pa.chunked_array([one_chunk(arrow.column(c.name))])
             arrow = arrow.drop_columns([c.name])
         if self._column_cache is not None:
             for name, values in columns.items():
