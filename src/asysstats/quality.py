@@ -85,14 +85,11 @@ def suspects(inputs: "Inputs", name: str, loaded: EventTable | None = None) -> S
             has_times = loaded is not None and "start" in loaded and "end" in loaded
             t = loaded if has_times else inputs.report.load(name, ("start", "end"))
             end_col = TABLES[name].column("end")
-            backwards = t["end"] < t["start"]
-            if not end_col.required:
-                backwards &= t["end"] != end_col.fill
-            longer = np.flatnonzero(t["end"] - t["start"] > capture) if capture is not None else np.empty(0, np.int64)
-            if not end_col.required and len(longer):
-                longer = longer[t["end"][longer] != end_col.fill]
-            rows = np.concatenate([np.flatnonzero(backwards), longer])
-            return EventTable({"row": rows, "longer": np.repeat([0, 1], [len(rows) - len(longer), len(longer)])})
+            ended = True if end_col.required else t["end"] != end_col.fill
+            backwards = np.flatnonzero(ended & (t["end"] < t["start"]))
+            longer = np.flatnonzero(ended & (t["end"] - t["start"] > capture)) if capture is not None else backwards[:0]
+            return EventTable({"row": np.concatenate([backwards, longer]),
+                               "longer": np.repeat([0, 1], [len(backwards), len(longer)])})
 
         found = inputs.report.derived(f"suspects_{name}_{capture}", ("row", "longer"), (), build)
         is_longer = found["longer"].astype(bool)

@@ -113,12 +113,7 @@ def operator_ranges(inputs: Inputs, rules: tuple, types: TypeFilter,
 def outer_order(pairs: Pairs, ops: EventTable) -> np.ndarray:
     """The pairs by activity, then outermost range first (earliest start, latest end, lowest
     ``rangeId``); ties in pair order. Ranges are ranked once, so one two-key sort serves."""
-    ranked = np.lexsort((ops["rangeId"], -ops["end"], ops["start"]))
-    start, end, ids = ops["start"][ranked], ops["end"][ranked], ops["rangeId"][ranked]
-    new = np.ones(ops.rows, dtype=bool)
-    new[1:] = (start[1:] != start[:-1]) | (end[1:] != end[:-1]) | (ids[1:] != ids[:-1])
-    rank = np.empty(ops.rows, dtype=np.int64)
-    rank[ranked] = np.cumsum(new)
+    rank, _ = dense_group_ids([ops["start"], -ops["end"], ops["rangeId"]])
     return np.lexsort((rank[pairs.range_row], pairs.activity_row))
 
 

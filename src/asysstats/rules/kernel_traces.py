@@ -12,7 +12,7 @@ from asysstats.io.tables import NA
 from asysstats.registry import DEVICE, HGTX_NAME, INT, NAME_OPTIONS, ROWS, TEXT, Column, Rule
 from asysstats.rules.activity import row_index, triple_ids
 from asysstats.rules.api import API_COLUMNS, api_name_ids
-from asysstats.rules.kernels import KERNEL_COLUMNS, kernel_names, on_devices
+from asysstats.rules.kernels import KERNEL_COLUMNS, kernel_name_key, kernel_names, on_devices
 from asysstats.rules.summary import Rows, Stats, Summary, output_order, stat_cells, stat_columns
 
 DIMENSIONS = ("gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ")
@@ -71,7 +71,7 @@ GB_SUM_COLUMNS = stat_columns("executions of this kernel") + (GRID, BLOCK, Colum
 
 def kern_gb_rows(inputs: Inputs, options: Mapping[str, Any]) -> Rows:
     kernels = on_devices(inputs.table("kernels", GB_COLUMNS), options["device"])
-    keys = (kernel_names(inputs, kernels, options),) + tuple(kernels[d] for d in DIMENSIONS)
+    keys = (kernel_name_key(inputs, kernels, options),) + tuple(kernels[d] for d in DIMENSIONS)
     return Rows(keys, kernels["end"] - kernels["start"])  # ties: name, then dimensions ascending
 
 
