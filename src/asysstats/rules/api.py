@@ -9,6 +9,7 @@ import regex
 
 from asysstats.engine import Inputs
 from asysstats.io.schema import NSYS
+from asysstats.io.strings import Coded
 from asysstats.registry import INT, ROWS, TEXT, Column, Rule
 from asysstats.rules.activity import row_index, take_or_na
 from asysstats.rules.summary import Rows, Summary, keyed_frame, stat_columns
@@ -19,11 +20,16 @@ API_COLUMNS = ("start", "end", "globalTid", "correlationId", "nameId")
 VERSION_SUFFIX = regex.compile(r"_v[0-9]{4}$")
 
 
-def api_name_ids(inputs: Inputs, name_ids: np.ndarray) -> np.ndarray:
-    """API names as printed: on Nsight exports a trailing ``_v`` + four digits is dropped."""
+def api_name_key(inputs: Inputs, name_ids: np.ndarray) -> Coded:
+    """API names as printed, coded: on Nsight exports a trailing ``_v`` + four digits is dropped."""
     if inputs.report.dialect != NSYS:
-        return inputs.strings.canonical(name_ids)
-    return inputs.strings.map_distinct(name_ids, lambda name: VERSION_SUFFIX.sub("", name))
+        return inputs.strings.map_coded(name_ids, str)
+    return inputs.strings.map_coded(name_ids, lambda name: VERSION_SUFFIX.sub("", name))
+
+
+def api_name_ids(inputs: Inputs, name_ids: np.ndarray) -> np.ndarray:
+    """Per-call API name ids (:func:`api_name_key`)."""
+    return api_name_key(inputs, name_ids).rows()
 
 
 def thread_name_ids(inputs: Inputs, global_tids: np.ndarray) -> np.ndarray:
@@ -39,7 +45,7 @@ SUM_COLUMNS = stat_columns("calls to this function", count="Num Calls") + (
 
 def api_sum_rows(inputs: Inputs, options: Mapping[str, Any]) -> Rows:
     calls = inputs.table("runtime", API_COLUMNS)
-    return Rows((api_name_ids(inputs, calls["nameId"]),), calls["end"] - calls["start"])
+    return Rows((api_name_key(inputs, calls["nameId"]),), calls["end"] - calls["start"])
 
 
 SUMMARY = Summary(api_sum_rows, keyed_frame(SUM_COLUMNS, "Name"))

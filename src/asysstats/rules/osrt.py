@@ -14,7 +14,7 @@ SUM_COLUMNS = stat_columns("calls to this function", count="Num Calls") + (
 
 def osrt_sum_rows(inputs: Inputs, options: Mapping[str, Any]) -> Rows:
     calls = inputs.table("osrt", ("start", "end", "nameId"))
-    return Rows((inputs.strings.canonical(calls["nameId"]),), calls["end"] - calls["start"])
+    return Rows((inputs.strings.map_coded(calls["nameId"], str),), calls["end"] - calls["start"])
 
 
 SUMMARY = Summary(osrt_sum_rows, keyed_frame(SUM_COLUMNS, "Name"))
