@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from asysstats.compute.intervals import distinct_sorted
+from asysstats.io.strings import distinct
 from asysstats.operators.catalog import DEFAULT_DTYPE, DTYPES, PEAK_FIELDS, TABLE_PEAKS, find_device
 from asysstats.operators.parsers import Parsed
 
@@ -138,18 +138,14 @@ def peak_arrays(inputs: "Inputs", devices: np.ndarray, dtypes: np.ndarray,
     """Peak FLOP/s (of each row's data type) and bandwidth of each row's device; NaN when
     unknown, with one note per device whose figures a ``needed`` row lacks."""
     table = device_peaks(inputs)
-    known = distinct_sorted(np.sort(devices))
-    device = np.searchsorted(known, devices)
-    kinds = sorted(set(dtypes.tolist()))
-    kind = np.zeros(len(dtypes), dtype=np.int64)
-    for i, name in enumerate(kinds[1:], start=1):
-        kind[dtypes == name] = i
+    known, device = distinct(devices)
+    kinds, kind = np.unique(dtypes, return_inverse=True)
     figures = [table.get(d, {}) for d in known.tolist()]
     peaks = np.array([[f.get(name, math.nan) for name in kinds] for f in figures], dtype=np.float64)
-    flops = peaks.reshape(len(known), len(kinds))[device, kind]
+    flops = peaks.reshape(len(known), len(kinds))[device, kind.reshape(-1)]
     bandwidth = np.array([f.get("bandwidth", math.nan) for f in figures], dtype=np.float64)[device]
     lacking = needed & (np.isnan(flops) | np.isnan(bandwidth))
-    for i in distinct_sorted(np.sort(device[lacking])).tolist():
+    for i in distinct(device[lacking])[0].tolist():
         name = figures[i].get("name") or "not listed in the report"
         inputs.notes.append(f"{inputs.report.path.name}: no peak figures for PPU device {known[i]} ({name}); "
                             "utilisation is '-' (describe the device with --device-spec FILE)")
