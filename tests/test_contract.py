@@ -8,7 +8,7 @@ import pytest
 
 from asysstats.helptext import rule_help, rules_markdown
 from asysstats.io.schema import TABLES
-from asysstats.registry import COLUMN_KINDS
+from asysstats.registry import COLUMN_KINDS, Registry
 from asysstats.rulebook import REGISTRY
 from asysstats.synth.writer import ENUMS, ReportWriter
 from conftest import fingerprint, run_cli
@@ -65,3 +65,11 @@ def test_bad_option_values_are_one_line_errors(rule, empty_report):
 def test_docs_rules_md_is_generated_from_the_declarations():
     assert DOCS.read_text(encoding="utf-8") == rules_markdown(REGISTRY), \
         "docs/rules.md is stale: python -m asysstats.helptext > docs/rules.md"
+
+
+def test_the_registry_index_must_match_the_rule_modules():
+    listed_wrong = Registry("asysstats.rules", {"kernels": ("hggc_ppu_kern_sum", "no_such_rule")})
+    with pytest.raises(ValueError, match="declares"):
+        listed_wrong.get("hggc_ppu_kern_sum")
+    with pytest.raises(ValueError, match="duplicate"):
+        Registry("asysstats.rules", {"kernels": ("hggc_ppu_kern_sum",), "api": ("hggc_ppu_kern_sum",)})

@@ -147,11 +147,14 @@ def help_requested(command: str, help_reports: str | None, help_report: str | No
 
 def settings_from(filter_time, filter_hgtx, callstack, opconfig, kernel_groups, keep_suspect_events=False,
                   device_spec=None) -> Settings:
-    from asysstats.operators.catalog import read_device_spec
+    specs = ()
+    if device_spec:
+        from asysstats.operators.catalog import read_device_spec  # operator modules: start-up time
 
+        specs = read_device_spec(device_spec)
     return Settings(
         keep_suspect_events=keep_suspect_events,
-        device_specs=read_device_spec(device_spec) if device_spec else (),
+        device_specs=specs,
         filter_time=parse_filter_time(filter_time),
         filter_hgtx=filter_hgtx,
         callstack_groups=tuple(parse_pairs(callstack, "--callstack-group-config")),

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from importlib import import_module
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
 from asysstats.errors import AsysError
 from asysstats.regexes import compile_user_regex
@@ -164,23 +165,38 @@ class Rule:
 
 
 class Registry:
-    """Rules by name, in the order they were registered."""
+    """Rules by name, in the order an index of modules lists them; a module is imported when
+    one of its rules is first asked for."""
 
-    def __init__(self, rules: list[Rule]) -> None:
+    def __init__(self, package: str, modules: Mapping[str, Sequence[str]]) -> None:
+        self._package = package
+        self._modules = modules
+        self._module_of: dict[str, str] = {}
+        for module, names in modules.items():
+            for name in names:
+                if name in self._module_of:
+                    raise ValueError(f"duplicate rule name {name}")
+                self._module_of[name] = module
         self._rules: dict[str, Rule] = {}
-        for rule in rules:
-            if rule.name in self._rules:
-                raise ValueError(f"duplicate rule name {rule.name}")
-            self._rules[rule.name] = rule
 
-    def __iter__(self):
-        return iter(self._rules.values())
+    def __iter__(self) -> Iterator[Rule]:
+        return (self._rule(name) for name in self._module_of)
 
     def __contains__(self, name: str) -> bool:
-        return name in self._rules
+        return name in self._module_of
+
+    def _rule(self, name: str) -> Rule:
+        if name not in self._rules:
+            module = self._module_of[name]
+            rules = import_module(f"{self._package}.{module}").RULES
+            if tuple(r.name for r in rules) != tuple(self._modules[module]):
+                raise ValueError(f"module {module} declares {[r.name for r in rules]}, "
+                                 f"the index lists {list(self._modules[module])}")
+            self._rules.update((r.name, r) for r in rules)
+        return self._rules[name]
 
     def get(self, name: str, command: str = "stats") -> Rule:
-        rule = self._rules.get(name)
+        rule = self._rule(name) if name in self else None
         if rule is None or (command == "analyze") != (rule.command == "analyze"):
             pool = [r.name for r in self if (r.command == "analyze") == (command == "analyze")]
             near = difflib.get_close_matches(name, pool, n=3)

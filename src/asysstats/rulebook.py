@@ -1,44 +1,50 @@
-"""The rule registry: every rule module is listed here, once, in one place.
+"""The rule registry: every rule module is listed here, once, with the rules it declares.
 
-It lives outside the ``rules`` package so that importing one rule module (or a helper in
+A run imports only the modules of the rules it runs (help and listings import them all). It
+lives outside the ``rules`` package so that importing one rule module (or a helper in
 ``rules/``) does not import every rule: operator code imports helpers from ``rules/`` and
 is itself imported by rule modules."""
 
 from __future__ import annotations
 
 from asysstats.registry import Registry
-from asysstats.rules import kernels
-from asysstats.rules import analyze, api, devices, kernel_traces, memory_ops, metrics, osrt, ppu_trace
-from asysstats.rules import memory_usage
-from asysstats.rules import pccl_desync
-from asysstats.rules import pccl_ops
-from asysstats.rules import pccl_stages
-from asysstats.rules import category
-from asysstats.rules import timeline
-from asysstats.rules import time_breakdown
-from asysstats.rules import steps
-from asysstats.rules import hgtx_kernels, hgtx_projection, hgtx_ranges
-from asysstats.rules import operators_breakdown, operators_moe, operators_summary, operators_trace, operators_unit_test
-from asysstats.rules import compare_breakdown, compare_hgtx, compare_kernels, compare_operators, compare_pccl
-from asysstats.rules import compare_time_util
 
-REGISTRY = Registry([
-    *kernels.RULES,
-    *api.RULES, *kernel_traces.RULES, *ppu_trace.RULES, *memory_ops.RULES,
-    *osrt.RULES, *devices.RULES, *metrics.RULES, *analyze.RULES,
-    *memory_usage.RULES,
-    *pccl_desync.RULES,
-    *pccl_ops.RULES,
-    *pccl_stages.RULES,
-    *category.RULES,
-    *timeline.RULES,
-    *time_breakdown.RULES,
-    *steps.RULES,
-    *hgtx_ranges.RULES, *hgtx_kernels.RULES, *hgtx_projection.RULES,
-    *compare_kernels.RULES, *compare_hgtx.RULES, *compare_pccl.RULES, *compare_time_util.RULES,
-    *operators_summary.RULES, *operators_moe.RULES, *operators_trace.RULES, *operators_breakdown.RULES, *operators_unit_test.RULES,
-    *compare_operators.RULES, *compare_breakdown.RULES,
-])
+# Module of ``asysstats.rules`` -> the names of its ``RULES``, in their order (checked on import).
+RULE_MODULES = {
+    "kernels": ("hggc_ppu_kern_sum",),
+    "api": ("hggc_api_sum", "hggc_api_trace"),
+    "kernel_traces": ("hggc_kern_exec_trace", "hggc_ppu_kern_gb_sum", "hggc_ppu_kern_gb_trace"),
+    "ppu_trace": ("hggc_ppu_trace",),
+    "memory_ops": ("hggc_ppu_mem_time_sum", "hggc_ppu_mem_size_sum"),
+    "osrt": ("osrt_sum",),
+    "devices": ("ppu_device_attribute",),
+    "metrics": ("ppu_metric_trace",),
+    "analyze": ("ppu_gaps", "ppu_time_util"),
+    "memory_usage": ("device_memory_usage_summary", "device_memory_usage_detail"),
+    "pccl_desync": ("pccl_desync_trace", "pccl_desync_summary"),
+    "pccl_ops": ("pccl_op_sum",),
+    "pccl_stages": ("pccl_stage_sum",),
+    "category": ("hggc_ppu_kern_category_sum",),
+    "timeline": ("hggc_ppu_timeline_sum",),
+    "time_breakdown": ("hggc_ppu_time_breakdown",),
+    "steps": ("hgtx_step_sum",),
+    "hgtx_ranges": ("hgtx_sum", "hgtx_pushpop_trace"),
+    "hgtx_kernels": ("hgtx_kern_sum", "hgtx_kern_trace"),
+    "hgtx_projection": ("hgtx_ppu_proj_sum", "hgtx_ppu_proj_trace"),
+    "compare_kernels": ("ppu_kernel_summary_compare",),
+    "compare_hgtx": ("hgtx_ppu_projection_summary_compare",),
+    "compare_pccl": ("pccl_desync_summary_compare",),
+    "compare_time_util": ("ppu_time_util_compare",),
+    "operators_summary": ("ppu_op_sum", "ppu_op_type_sum"),
+    "operators_moe": ("moe_op_sum",),
+    "operators_trace": ("ppu_op_trace",),
+    "operators_breakdown": ("ppu_op_kernel_breakdown", "ppu_op_breakdown"),
+    "operators_unit_test": ("ppu_op_unit_test",),
+    "compare_operators": ("ppu_operator_summary_compare", "ppu_operator_type_summary_compare"),
+    "compare_breakdown": ("ppu_operator_kernel_breakdown_compare", "ppu_operator_breakdown_compare"),
+}
+
+REGISTRY = Registry("asysstats.rules", RULE_MODULES)
 
 # The default `asys stats` set (Nsight's default set, renamed), limited to existing rules.
 DEFAULT_STATS = ("hgtx_sum", "osrt_sum", "hggc_api_sum", "hggc_ppu_kern_sum",

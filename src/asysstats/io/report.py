@@ -281,12 +281,22 @@ class Report:
 def open_report(path: str | os.PathLike[str], cache: bool = True) -> "Report | KinetoReport":
     """Open any supported report file (the one entry point the CLI uses): a JSON trace
     (plain, or gzip by its magic bytes) is a PyTorch profiler trace, anything else SQLite."""
-    from asysstats.io.kineto import KinetoReport
-    from asysstats.io.kineto_parse import looks_like_json_trace
+    if Path(path).is_file() and not starts_with(Path(path), SQLITE_MAGIC):
+        from asysstats.io.kineto import KinetoReport  # imported only for a trace: start-up time
+        from asysstats.io.kineto_parse import looks_like_json_trace
 
-    if Path(path).is_file() and looks_like_json_trace(Path(path)):
-        return KinetoReport(path, cache=cache)
+        if looks_like_json_trace(Path(path)):
+            return KinetoReport(path, cache=cache)
     return Report(path, cache=cache)
+
+
+def starts_with(path: Path, magic: bytes) -> bool:
+    """Whether the file's first bytes are ``magic`` (False when it cannot be read)."""
+    try:
+        with path.open("rb") as handle:
+            return handle.read(len(magic)) == magic
+    except OSError:
+        return False
 
 
 def derive_ids(table: EventTable) -> EventTable:
