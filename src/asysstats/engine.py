@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 import numpy as np
+import pyarrow as pa
 
 from asysstats.errors import AsysError, MissingData
 from asysstats.io.report import Report
@@ -174,7 +175,8 @@ def shaped(rule: Rule, options: Mapping[str, Any], frame: Frame, strings: String
     missing = [c.name for c in rule.columns if c.name not in frame]
     if missing:
         raise AssertionError(f"rule {rule.name} did not compute columns {missing}")
-    frame = {c.name: np.asarray(frame[c.name]) for c in rule.columns}
+    frame = {c.name: frame[c.name] if isinstance(frame[c.name], pa.Array) else np.asarray(frame[c.name])
+             for c in rule.columns}
     rows = options.get("rows")
     if rows is not None:
         frame = {k: v[:rows] for k, v in frame.items()}

@@ -51,8 +51,10 @@ def rounded(values: np.ndarray, decimals: int) -> tuple[np.ndarray, np.ndarray]:
     return units.astype(np.int64), missing
 
 
-def texts(values: np.ndarray, strings: StringPool) -> np.ndarray:
+def texts(values: np.ndarray | pa.Array, strings: StringPool) -> np.ndarray:
     """Object array of strings (``None`` when missing) from ids or strings."""
+    if isinstance(values, pa.Array):
+        return np.array(values.to_pylist(), dtype=object)
     values = np.asarray(values)
     if values.dtype.kind in "iu":
         return strings.lookup(values)
@@ -61,7 +63,8 @@ def texts(values: np.ndarray, strings: StringPool) -> np.ndarray:
     return np.array([None if v is None else str(v) for v in values], dtype=object)
 
 
-def cells(kind: str, values: np.ndarray, strings: StringPool, decimals: int = 1, csv: bool = False) -> pa.Array:
+def cells(kind: str, values: np.ndarray | pa.Array, strings: StringPool, decimals: int = 1,
+          csv: bool = False) -> pa.Array:
     """The printed text of every cell; missing cells ``-``. With ``csv``, the CSV cell:
     text double-quoted with quotes doubled, numbers bare, a missing cell ``"-"`` (conventions 6-8)."""
     if kind in PAIR_INNER:
@@ -127,9 +130,11 @@ def few_values(values: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     return uniq, index
 
 
-def text_cells(values: np.ndarray, strings: StringPool, csv: bool = False) -> pa.Array:
-    """Text of string ids (each distinct id looked up, and for CSV quoted, once) or of
-    strings; a missing cell is ``-`` (``"-"`` in CSV)."""
+def text_cells(values: np.ndarray | pa.Array, strings: StringPool, csv: bool = False) -> pa.Array:
+    """Text of string ids (each distinct id looked up, and for CSV quoted, once), of Arrow
+    strings (without nulls) or of strings; a missing cell is ``-`` (``"-"`` in CSV)."""
+    if isinstance(values, pa.Array):
+        return quoted(values) if csv else values
     values = np.asarray(values)
     if values.dtype.kind in "iu":
         uniq, index = distinct(np.where(values >= 0, values, -1) + 1)  # 0: missing
