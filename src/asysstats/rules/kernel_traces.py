@@ -107,11 +107,10 @@ def kern_gb_trace(inputs: Inputs, options: Mapping[str, Any]) -> dict:
     names = kernel_names(inputs, kernels, options)
     rank = inputs.strings.sort_rank(names)
     order = np.lexsort((kernels["end"], kernels["streamId"], kernels["deviceId"], rank, kernels["start"]))
-    grid, block = dimension_ids(inputs, kernels)  # before ordering: only the output columns are permuted
-    start = kernels["start"][order]
-    return dict(zip((c.name for c in GB_TRACE_COLUMNS), (
-        start, kernels["end"][order] - start, kernels["pid"][order], kernels["deviceId"][order],
-        kernels["contextId"][order], kernels["streamId"][order], grid[order], block[order], names[order])))
+    grid, block = dimension_ids(inputs, kernels)
+    return dict(zip((c.name for c in GB_TRACE_COLUMNS), (Gathered(values, order) for values in (
+        kernels["start"], kernels["end"] - kernels["start"], kernels["pid"], kernels["deviceId"],
+        kernels["contextId"], kernels["streamId"], grid, block, names))))
 
 
 EXEC_TRACE = Rule(
