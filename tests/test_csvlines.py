@@ -79,5 +79,6 @@ def test_run_groups_join_columns_while_the_runs_are_few():
 def test_changes_of_pairs_and_floats():
     pairs = np.array([[1, 2], [1, 2], [1, 3], [1, 3]])
     assert csvlines.changes(pairs).tolist() == [True, False, True, False]
+    assert csvlines.changes(pairs[:1]).tolist() == [True]
     assert csvlines.changes(np.array([np.nan, np.nan, 1.0])).tolist() == [True, True, True]
     assert csvlines.changes(np.array(["a", "a"], dtype=object)) is None

@@ -81,8 +81,7 @@ def changes(values: np.ndarray | pa.Array) -> np.ndarray | None:
         return None
     changed = np.empty(len(values), dtype=bool)
     changed[0] = True
-    differ = values[1:] != values[:-1]
-    changed[1:] = differ.reshape(len(differ), -1).any(axis=1) if values.ndim > 1 else differ
+    changed[1:] = (values[1:] != values[:-1]).any(axis=tuple(range(1, values.ndim)))  # a pair: either side
     return changed
 
 
