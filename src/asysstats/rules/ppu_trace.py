@@ -13,7 +13,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from asysstats.compute.grouped import dense_group_ids
-from asysstats.engine import Gathered, Inputs
+from asysstats.engine import Inputs
 from asysstats.io.tables import NA
 from asysstats.registry import HGTX_NAME, INT, NAME_OPTIONS, ROWS, TEXT, Column, Rule
 from asysstats.rules.activity import device_label_ids, kind_label_ids, kind_labels
@@ -98,11 +98,11 @@ def ppu_trace(inputs: Inputs, options: Mapping[str, Any]) -> dict:
              SrcMemKd=kind_label_ids(inputs, "mem_kinds", memset["memKind"])),
     ]
     frame = {name: np.concatenate([p[name] for p in parts]) for name in parts[0]}
-    del parts
     rank = inputs.strings.sort_rank(frame["Name"])
     order = np.lexsort((frame["CorrId"], frame["Strm"], frame["_device"], rank, frame["Start (ns)"]))
+    frame = {name: values[order] for name, values in frame.items()}
     frame["Device"] = device_label_ids(inputs, frame.pop("_device"))
-    return {name: Gathered(values, order) for name, values in frame.items()}  # gathered in order when written
+    return frame
 
 
 PPU_TRACE = Rule(
