@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 import numpy as np
+import pyarrow as pa
 
 from asysstats.errors import AsysError, MissingData
 from asysstats.io.report import Report
@@ -147,6 +148,25 @@ def derived_names(columns: list[str]) -> list[str]:
     return ["pid"] if "globalPid" in columns and "pid" not in columns else []
 
 
+class Gathered:
+    """A frame column ``values[rows]``, gathered only when read, a slice at a time: a trace
+    that repeats a table's cells for each of its pairs keeps one index, not a copy per column."""
+
+    __slots__ = ("values", "rows")
+
+    def __init__(self, values: np.ndarray, rows: np.ndarray) -> None:
+        self.values, self.rows = values, rows
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, key: slice) -> np.ndarray:
+        return self.values[self.rows[key]]
+
+    def __array__(self, dtype: np.dtype | None = None, copy: bool | None = None) -> np.ndarray:
+        return self.values[self.rows] if dtype is None else self.values[self.rows].astype(dtype, copy=False)
+
+
 @dataclass
 class Result:
     """A computed rule table: declared columns (after ``column=``) and their values."""
@@ -174,7 +194,8 @@ def shaped(rule: Rule, options: Mapping[str, Any], frame: Frame, strings: String
     missing = [c.name for c in rule.columns if c.name not in frame]
     if missing:
         raise AssertionError(f"rule {rule.name} did not compute columns {missing}")
-    frame = {c.name: np.asarray(frame[c.name]) for c in rule.columns}
+    frame = {c.name: frame[c.name] if isinstance(frame[c.name], (pa.Array, Gathered)) else np.asarray(frame[c.name])
+             for c in rule.columns}
     rows = options.get("rows")
     if rows is not None:
         frame = {k: v[:rows] for k, v in frame.items()}

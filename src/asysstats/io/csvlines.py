@@ -1,10 +1,12 @@
 """The CSV lines of a slice of a result's rows (conventions 6-8), as one piece of bytes.
 
-A column of few distinct values (string ids, small integers) is formatted once per distinct
-value, and a run of such columns once per distinct combination of their values; the other
-columns are formatted per row. Each run of columns is joined into one piece per line (its
-cells each followed by ','; the last piece of a line by the newline), and one ``take`` lays
-out the pieces of every line.
+Consecutive columns whose values repeat from row to row (a trace of pairs, where a kernel's
+columns repeat for each range it is in) are formatted once per run of equal rows. Of the
+others, a column of few distinct values (string ids, small integers) is formatted once per
+distinct value, and a run of such columns once per distinct combination of their values;
+the rest per row. Each run of columns is joined into one piece per line (its cells each
+followed by ','; the last piece of a line by the newline), and one ``take`` lays out the
+pieces of every line.
 """
 
 from __future__ import annotations
@@ -18,28 +20,40 @@ import pyarrow.compute as pc
 
 from asysstats.engine import Result
 from asysstats.io.arrow import from_numpy, text, text_bytes
-from asysstats.io.format import as_integers, cells, few_values
+from asysstats.io.format import as_integers, cells, few_values, integer_cells
 from asysstats.io.strings import StringPool, distinct
-from asysstats.registry import INT, TEXT
+from asysstats.registry import INT, TEXT, Column
+
+RUN_SHARE = 2  # columns are formatted per run of equal rows while the runs are at most 1 / RUN_SHARE of the rows
 
 
 class Piece(NamedTuple):
     """Cells of consecutive columns, per row (``codes`` None) or per distinct combination
-    of values that ``codes`` index (one per row)."""
+    of values (or run of rows) that ``codes`` index (one per row)."""
 
     cells: list[pa.Array]
     codes: np.ndarray | None = None
+    runs: bool = False
 
 
 def csv_lines(result: Result, start: int, stop: int, decimals: int) -> memoryview:
     """``Row#,<cells>,`` and a newline for each row in ``[start, stop)``."""
     rows = stop - start
-    columns = [Piece([row_numbers(start, stop)])] + \
-        [column_cells(c.kind, result.frame[c.name][start:stop], result.strings, decimals) for c in result.columns]
+    values = [result.frame[c.name][start:stop] for c in result.columns]
+    codings = [coding(c.kind, v) for c, v in zip(result.columns, values)]
+    columns = [Piece([row_numbers(start, stop)])]
+    for (first, last), changed in run_groups(values, [c is None for c in codings]):
+        if changed is None:
+            kind = result.columns[first].kind
+            columns.append(column_cells(kind, values[first], result.strings, decimals, codings[first]))
+        else:
+            columns.append(run_cells(result.columns[first:last], values[first:last], changed, result.strings,
+                                     decimals))
+    del values
     pieces = []
-    for is_coded, run in groupby(columns, key=lambda c: c.codes is not None):
+    for kind, run in groupby(columns, key=lambda c: "runs" if c.runs else c.codes is not None):
         same = list(run)
-        pieces += combined(same) if is_coded else [Piece([cell for c in same for cell in c.cells])]
+        pieces += same if kind == "runs" else combined(same) if kind else [Piece([c for p in same for c in p.cells])]
     ends = [text("")] * (len(pieces) - 1) + [text("\n")]
     lines = [pc.binary_join_element_wise(*p.cells, end, text(",")) for p, end in zip(pieces, ends)]
     codes = [p.codes for p in pieces]
@@ -60,16 +74,79 @@ def row_numbers(start: int, stop: int) -> pa.Array:
     return pc.cast(from_numpy(np.arange(start + 1, stop + 1)), pa.string())
 
 
-def column_cells(kind: str, values: np.ndarray, strings: StringPool, decimals: int) -> Piece:
-    """The CSV cells of a column, coded when it has few distinct values (string ids, integers)."""
-    values = np.asarray(values)
-    if kind == TEXT and values.dtype.kind in "iu":
+def changes(values: np.ndarray | pa.Array) -> np.ndarray | None:
+    """True where a row's value differs from the row before (and on the first row); None
+    for a column that is not numeric numpy (text kept as Arrow strings)."""
+    if not isinstance(values, np.ndarray) or values.dtype.kind not in "iufb" or len(values) == 0:
+        return None
+    changed = np.empty(len(values), dtype=bool)
+    changed[0] = True
+    changed[1:] = (values[1:] != values[:-1]).any(axis=tuple(range(1, values.ndim)))  # a pair: either side
+    return changed
+
+
+Groups = list[tuple[tuple[int, int], np.ndarray | None]]  # columns [first, last), the first row of each run
+
+
+def run_groups(values: list[np.ndarray | pa.Array], per_row: list[bool]) -> Groups:
+    """Consecutive columns ``[first, last)`` with the first row of each run of equal rows
+    over them (``changes``), while the runs are few and some column would otherwise be
+    formatted per row (``per_row``); a column alone with None otherwise."""
+    changed = [changes(v) for v in values]
+    groups: Groups = []
+    first = 0
+    while first < len(values):
+        runs, last = changed[first], first + 1
+        while runs is not None and last < len(values) and changed[last] is not None:
+            more = runs | changed[last]
+            if few_runs(more):
+                runs, last = more, last + 1
+            else:
+                break
+        if runs is not None and few_runs(runs) and any(per_row[first:last]):
+            groups.append(((first, last), runs))
+            first = last
+        else:
+            groups.append(((first, first + 1), None))
+            first += 1
+    return groups
+
+
+def few_runs(changed: np.ndarray) -> bool:
+    return np.count_nonzero(changed) * RUN_SHARE <= len(changed)
+
+
+def run_cells(columns: tuple[Column, ...], values: list[np.ndarray], changed: np.ndarray, strings: StringPool,
+              decimals: int) -> Piece:
+    """The cells of consecutive columns once per run of equal rows (``changed`` marks each
+    run's first row); the codes number the runs."""
+    heads = np.flatnonzero(changed)
+    parts = []
+    for column, column_values in zip(columns, values):
+        at_heads = column_values[heads]
+        piece = column_cells(column.kind, at_heads, strings, decimals, coding(column.kind, at_heads))
+        parts += piece.cells if piece.codes is None else [c.take(from_numpy(piece.codes)) for c in piece.cells]
+    return Piece(parts, np.cumsum(changed) - 1, runs=True)
+
+
+def coding(kind: str, values: np.ndarray | pa.Array) -> tuple[np.ndarray, np.ndarray] | None:
+    """(distinct values, each row's index) of a column formatted once per distinct value
+    (string ids, -1 missing; integers of few values), else None."""
+    if not isinstance(values, np.ndarray) or values.dtype.kind not in "iu":
+        return None
+    if kind == TEXT:
         uniq, codes = distinct(np.where(values >= 0, values, -1) + 1)  # 0: missing
-        return Piece([cells(TEXT, uniq - 1, strings, decimals, csv=True)], codes)
-    if kind == INT and values.dtype.kind in "iu":
-        few = few_values(as_integers(values)[0])
-        if few is not None:
-            return Piece([cells(INT, few[0], strings, decimals, csv=True)], few[1])
+        return uniq - 1, codes
+    return few_values(as_integers(values)[0]) if kind == INT else None
+
+
+def column_cells(kind: str, values: np.ndarray | pa.Array, strings: StringPool, decimals: int,
+                 coded: tuple[np.ndarray, np.ndarray] | None) -> Piece:
+    """The CSV cells of a column: once per distinct value where ``coded`` (:func:`coding`)."""
+    if coded is not None:
+        return Piece([cells(kind, coded[0], strings, decimals, csv=True)], coded[1])
+    if kind == INT and isinstance(values, np.ndarray) and values.dtype.kind in "iu":
+        return Piece([integer_cells(*as_integers(values), csv=True, few=False)])
     return Piece([cells(kind, values, strings, decimals, csv=True)])
 
 

@@ -51,8 +51,10 @@ def rounded(values: np.ndarray, decimals: int) -> tuple[np.ndarray, np.ndarray]:
     return units.astype(np.int64), missing
 
 
-def texts(values: np.ndarray, strings: StringPool) -> np.ndarray:
+def texts(values: np.ndarray | pa.Array, strings: StringPool) -> np.ndarray:
     """Object array of strings (``None`` when missing) from ids or strings."""
+    if isinstance(values, pa.Array):
+        return np.array(values.to_pylist(), dtype=object)
     values = np.asarray(values)
     if values.dtype.kind in "iu":
         return strings.lookup(values)
@@ -61,31 +63,39 @@ def texts(values: np.ndarray, strings: StringPool) -> np.ndarray:
     return np.array([None if v is None else str(v) for v in values], dtype=object)
 
 
-def cells(kind: str, values: np.ndarray, strings: StringPool, decimals: int = 1, csv: bool = False) -> pa.Array:
+def cells(kind: str, values: np.ndarray | pa.Array, strings: StringPool, decimals: int = 1,
+          csv: bool = False) -> pa.Array:
     """The printed text of every cell; missing cells ``-``. With ``csv``, the CSV cell:
     text double-quoted with quotes doubled, numbers bare, a missing cell ``"-"`` (conventions 6-8)."""
     if kind in PAIR_INNER:
         base, target = (cells(PAIR_INNER[kind], side, strings, decimals) for side in pair_sides(values))
         joined = pc.binary_join_element_wise(base, target, text(PAIR_SEPARATOR))
         return quoted(joined) if csv else joined
-    dash = f'"{DASH}"' if csv else DASH
     if kind == TEXT:
         return text_cells(values, strings, csv)
     if kind == INT:
-        ints, missing = as_integers(values)
-        out = integer_text(ints)
-    else:
-        places = decimals if kind == PERCENT else 1
-        units, missing = rounded(values, places)
-        number = integer_text(np.abs(units) // 10 ** places)
-        if places:
-            frac = pc.utf8_lpad(integer_text(np.abs(units) % 10 ** places), places, "0")
-            number = pc.binary_join_element_wise(number, frac, text("."))
-        negative = units < 0
-        if negative.any():
-            number = pc.if_else(from_numpy(negative), pc.binary_join_element_wise(text("-"), number, text("")), number)
-        out = number
-    return pc.if_else(from_numpy(missing), text(dash), out) if missing.any() else out
+        return integer_cells(*as_integers(values), csv)
+    places = decimals if kind == PERCENT else 1
+    units, missing = rounded(values, places)
+    number = integer_text(np.abs(units) // 10 ** places)
+    if places:
+        frac = pc.utf8_lpad(integer_text(np.abs(units) % 10 ** places), places, "0")
+        number = pc.binary_join_element_wise(number, frac, text("."))
+    negative = units < 0
+    if negative.any():
+        number = pc.if_else(from_numpy(negative), pc.binary_join_element_wise(text("-"), number, text("")), number)
+    return with_dashes(number, missing, csv)
+
+
+def integer_cells(ints: np.ndarray, missing: np.ndarray, csv: bool = False, few: bool = True) -> pa.Array:
+    """Cells of int64 values (missing ``-``); ``few=False``: the values are known not to be
+    few (:func:`few_values` already said so)."""
+    return with_dashes(integer_text(ints) if few else pc.cast(from_numpy(ints), pa.string()), missing, csv)
+
+
+def with_dashes(cells: pa.Array, missing: np.ndarray, csv: bool) -> pa.Array:
+    """``cells`` with the missing ones ``-`` (``"-"`` in CSV)."""
+    return pc.if_else(from_numpy(missing), text(f'"{DASH}"' if csv else DASH), cells) if missing.any() else cells
 
 
 def integer_text(values: np.ndarray) -> pa.Array:
@@ -120,9 +130,11 @@ def few_values(values: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     return uniq, index
 
 
-def text_cells(values: np.ndarray, strings: StringPool, csv: bool = False) -> pa.Array:
-    """Text of string ids (each distinct id looked up, and for CSV quoted, once) or of
-    strings; a missing cell is ``-`` (``"-"`` in CSV)."""
+def text_cells(values: np.ndarray | pa.Array, strings: StringPool, csv: bool = False) -> pa.Array:
+    """Text of string ids (each distinct id looked up, and for CSV quoted, once), of Arrow
+    strings (without nulls) or of strings; a missing cell is ``-`` (``"-"`` in CSV)."""
+    if isinstance(values, pa.Array):
+        return quoted(values) if csv else values
     values = np.asarray(values)
     if values.dtype.kind in "iu":
         uniq, index = distinct(np.where(values >= 0, values, -1) + 1)  # 0: missing

@@ -15,7 +15,7 @@ import numpy as np
 from asysstats.compute.grouped import dense_group_ids, grouped_stats
 from asysstats.compute.intervals import distinct_sorted
 from asysstats.correlate import Pairs, activity_table, correlate
-from asysstats.engine import Inputs
+from asysstats.engine import Gathered, Inputs
 from asysstats.hgtx import launch_rows, load_ranges, name_filter, pair_key, runtime_calls
 from asysstats.io.tables import NA, EventTable
 from asysstats.names import kernel_name_codes, kernel_name_ids
@@ -139,24 +139,24 @@ def kern_trace(inputs: Inputs, options: Mapping[str, Any]) -> dict:
     range_pos = np.concatenate([[0], positions((ranges["rangeId"], inputs.strings.sort_rank(ranges["name"]),
                                                 ranges["start"])) + 1])
     key = kernel_pos[links.kernel_row] * (ranges.rows + 1) + range_pos[links.range_row + 1]
-    links.reorder(np.argsort(key, kind="stable"))  # every column below is gathered once, in output order
+    links.reorder(np.argsort(key, kind="stable"))  # the pair columns in output order; the others gathered when written
     k = links.kernel_row
     grid, block = dimension_ids(inputs, kernels)
-    graph_node = kernels["graphNodeId"][k]
+    graph_node = kernels["graphNodeId"]
     from_graph = graph_node >= 0
-    return {
-        "Range Name": links.range_cell("name", -1), "Style": links.range_cell("style", -1),
-        "PID": links.pid, "TID": links.tid,
-        "Device ID": kernels["deviceId"][k], "Context ID": kernels["contextId"][k],
-        "Stream ID": kernels["streamId"][k], "HGTX Range ID": links.range_cell("rangeId"),
-        "Kernel Exec ID": kernels["row"][k], "Kernel Start (ns)": kernels["start"][k],
-        "Kernel Duration (ns)": kernels["end"][k] - kernels["start"][k],
-        "API Start (ns)": links.call_start, "API Duration (ns)": links.call_duration,
-        "GridXYZ": grid[k], "BlockXYZ": block[k], "Correlation ID": kernels["correlationId"][k],
-        "Graph ID": np.where(from_graph, kernels["graphId"][k], NA),
-        "Graph Node ID": np.where(from_graph, graph_node, NA),
-        "Kernel Name": kernel_names[k], "Mangled Name": kernel_name_ids(inputs.strings, kernels, "mangled")[k],
+    per_kernel = {
+        "Device ID": kernels["deviceId"], "Context ID": kernels["contextId"], "Stream ID": kernels["streamId"],
+        "Kernel Exec ID": kernels["row"], "Kernel Start (ns)": kernels["start"],
+        "Kernel Duration (ns)": kernels["end"] - kernels["start"], "GridXYZ": grid, "BlockXYZ": block,
+        "Correlation ID": kernels["correlationId"], "Graph ID": np.where(from_graph, kernels["graphId"], NA),
+        "Graph Node ID": np.where(from_graph, graph_node, NA), "Kernel Name": kernel_names,
+        "Mangled Name": kernel_name_ids(inputs.strings, kernels, "mangled"),
     }
+    frame = {name: Gathered(values, k) for name, values in per_kernel.items()}
+    for name, column, missing in (("Range Name", "name", -1), ("Style", "style", -1), ("HGTX Range ID", "rangeId", NA)):
+        frame[name] = Gathered(np.append(ranges[column], missing), links.range_row)  # row -1 (standalone): missing
+    return frame | {"PID": links.pid, "TID": links.tid, "API Start (ns)": links.call_start,
+                    "API Duration (ns)": links.call_duration}
 
 
 TRACE_COLUMNS = (

@@ -7,7 +7,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from asysstats.engine import Inputs
+from asysstats.engine import Gathered, Inputs
 from asysstats.io.tables import NA
 from asysstats.registry import DEVICE, HGTX_NAME, INT, NAME_OPTIONS, ROWS, TEXT, Column, Rule
 from asysstats.rules.activity import row_index, triple_ids
@@ -48,22 +48,26 @@ EXEC_COLUMNS = (
 def kern_exec_trace(inputs: Inputs, options: Mapping[str, Any]) -> dict:
     kernels = inputs.table("kernels", GB_COLUMNS)
     calls = inputs.table("runtime", API_COLUMNS)
-    calls = calls.take(np.lexsort((calls["end"], calls["start"], calls["correlationId"], calls["pid"])))
-    rows = row_index([calls["pid"], calls["correlationId"]], [kernels["pid"], kernels["correlationId"]])
-    launched = (rows >= 0) & (kernels["correlationId"] >= 0)
-    kernels, calls = kernels.take(launched), calls.take(rows[launched])
+    by_call = np.lexsort((calls["end"], calls["start"], calls["correlationId"], calls["pid"]))
+    found = row_index([calls["pid"][by_call], calls["correlationId"][by_call]],
+                      [kernels["pid"], kernels["correlationId"]])
+    k = np.flatnonzero((found >= 0) & (kernels["correlationId"] >= 0))
+    call = by_call[found[k]]
     names = kernel_names(inputs, kernels, options)
     rank = inputs.strings.sort_rank(names)
-    order = np.lexsort((kernels["streamId"], kernels["deviceId"], rank, kernels["start"], calls["start"]))
-    kernels, calls, names = kernels.take(order), calls.take(order), names[order]
-    queued = kernels["start"] >= calls["end"]
+    order = np.lexsort((kernels["streamId"][k], kernels["deviceId"][k], rank[k], kernels["start"][k],
+                        calls["start"][call]))
+    k, call = k[order], call[order]  # rows of the kernels and of their launch calls, in output order
+    kernel_start, call_end = kernels["start"][k], calls["end"][call]
+    queued = kernel_start >= call_end
     grid, block = dimension_ids(inputs, kernels)
-    return dict(zip((c.name for c in EXEC_COLUMNS), (
-        calls["start"], calls["end"] - calls["start"],
-        np.where(queued, calls["end"], NA), np.where(queued, kernels["start"] - calls["end"], NA),
-        kernels["start"], kernels["end"] - kernels["start"], kernels["end"] - calls["start"],
-        calls["pid"], calls["tid"], kernels["deviceId"], api_name_ids(inputs, calls["nameId"]),
-        grid, block, names)))
+    return dict(zip((column.name for column in EXEC_COLUMNS), (
+        Gathered(calls["start"], call), Gathered(calls["end"] - calls["start"], call),
+        np.where(queued, call_end, NA), np.where(queued, kernel_start - call_end, NA),
+        kernel_start, Gathered(kernels["end"] - kernels["start"], k), kernels["end"][k] - calls["start"][call],
+        Gathered(calls["pid"], call), Gathered(calls["tid"], call), Gathered(kernels["deviceId"], k),
+        Gathered(api_name_ids(inputs, calls["nameId"]), call), Gathered(grid, k), Gathered(block, k),
+        Gathered(names, k))))
 
 
 GB_SUM_COLUMNS = stat_columns("executions of this kernel") + (GRID, BLOCK, Column("Name", TEXT, "Name of the kernel"))
@@ -103,11 +107,10 @@ def kern_gb_trace(inputs: Inputs, options: Mapping[str, Any]) -> dict:
     names = kernel_names(inputs, kernels, options)
     rank = inputs.strings.sort_rank(names)
     order = np.lexsort((kernels["end"], kernels["streamId"], kernels["deviceId"], rank, kernels["start"]))
-    grid, block = dimension_ids(inputs, kernels)  # before ordering: only the output columns are permuted
-    start = kernels["start"][order]
-    return dict(zip((c.name for c in GB_TRACE_COLUMNS), (
-        start, kernels["end"][order] - start, kernels["pid"][order], kernels["deviceId"][order],
-        kernels["contextId"][order], kernels["streamId"][order], grid[order], block[order], names[order])))
+    grid, block = dimension_ids(inputs, kernels)
+    return dict(zip((c.name for c in GB_TRACE_COLUMNS), (Gathered(values, order) for values in (
+        kernels["start"], kernels["end"] - kernels["start"], kernels["pid"], kernels["deviceId"],
+        kernels["contextId"], kernels["streamId"], grid, block, names))))
 
 
 EXEC_TRACE = Rule(
