@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from asysstats.io.arrow import from_numpy, from_texts, one_chunk, to_numpy, valid_mask
-from asysstats.io.textindex import TextIndex, fingerprints
+from asysstats.io.textindex import TextIndex
 
 DERIVED_BASE = 1 << 40
 MISSING = -1
@@ -154,7 +154,7 @@ class StringPool:
         first = index.first_equal()
         own = np.flatnonzero(first == np.arange(len(values)))
         query = values if len(own) == len(values) else values.take(from_numpy(own))
-        keys = fingerprints(query)
+        keys = index.keys()[own]
         known = np.full(len(own), MISSING, np.int64)
         for block in self._blocks:
             found = block.find(query, keys)

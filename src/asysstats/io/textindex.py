@@ -71,6 +71,12 @@ class TextIndex:
         self._order = np.argsort(keys)
         self._keys = keys[self._order]
 
+    def keys(self) -> np.ndarray:
+        """The fingerprint of every value."""
+        keys = np.empty(len(self._keys), np.uint64)
+        keys[self._order] = self._keys
+        return keys
+
     def find(self, query: pa.Array, keys: np.ndarray | None = None) -> np.ndarray:
         """Per string of ``query`` (no nulls; ``keys`` its fingerprints), the first position
         of an equal string in ``values``, -1 when there is none."""
