@@ -58,8 +58,9 @@ operations = st.lists(st.one_of(
 
 
 def bulk_reference(reference: DictPool, values: list[str | None]) -> list[int]:
-    ids = dict(zip(dict.fromkeys(v for v in values if v is not None), reference.intern(
-        list(dict.fromkeys(v for v in values if v is not None)))))
+    """What ``text_ids`` gave: the column's distinct values interned in order of first occurrence."""
+    present = list(dict.fromkeys(v for v in values if v is not None))
+    ids = dict(zip(present, reference.intern(present)))
     return [-1 if v is None else ids[v] for v in values]
 
 
