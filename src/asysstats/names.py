@@ -8,7 +8,9 @@ from __future__ import annotations
 import functools
 
 import numpy as np
+import pyarrow.compute as pc
 
+from asysstats.io.arrow import text
 from asysstats.io.strings import Coded, StringPool, distinct
 from asysstats.io.tables import EventTable
 
@@ -105,7 +107,7 @@ def prefixed_ids(pool: StringPool, prefix: np.ndarray, names: np.ndarray, sep: s
     prefixes, prefix_index = distinct(prefix[has])
     bases, base_index = distinct(names[has])
     pairs, inverse = distinct(prefix_index * len(bases) + base_index)
-    texts = zip(pool.lookup(prefixes[pairs // len(bases)]), pool.lookup(bases[pairs % len(bases)]))
-    ids = pool.intern(f"{p}{sep}{n}" for p, n in texts)
-    out[has] = ids[inverse]
+    sides = (prefixes[pairs // len(bases)], bases[pairs % len(bases)])
+    texts = (pool.texts(ids, missing="None") for ids in sides)  # "None": as f"{None}" spells a missing name
+    out[has] = pool.intern_texts(pc.binary_join_element_wise(*texts, text(sep)))[inverse]
     return out

@@ -13,8 +13,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from asysstats.io.strings import StringPool, distinct
-
 
 def from_numpy(values: np.ndarray) -> pa.Array:
     """A 1-d numeric or bool numpy array as an Arrow array (no nulls; zero-copy when contiguous)."""
@@ -67,33 +65,6 @@ def valid_mask(array: pa.Array) -> np.ndarray:
 def one_chunk(column: pa.ChunkedArray) -> pa.Array:
     """The column as one array: its only chunk as it is (``combine_chunks`` copies even that)."""
     return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
-
-
-def text_ids(strings: StringPool, column: pa.Array | pa.ChunkedArray) -> np.ndarray:
-    """A text column (plain or dictionary-encoded) interned into the pool: the run's string
-    ids, -1 for null; each distinct text is interned once."""
-    out = np.full(len(column), -1, dtype=np.int64)
-    if len(column) == 0 or column.null_count == len(column):
-        return out
-    array = one_chunk(column) if isinstance(column, pa.ChunkedArray) else column
-    if not pa.types.is_dictionary(array.type):
-        array = pc.dictionary_encode(array.cast(pa.string()))
-    ids = strings.intern(array.dictionary.to_pylist())
-    indices = to_numpy(array.indices, np.dtype(f"int{array.indices.type.bit_width}"))
-    valid = valid_mask(array.indices)
-    out[valid] = ids[indices[valid].astype(np.int64)]
-    return out
-
-
-def texts_of_ids(strings: StringPool, ids: np.ndarray) -> pa.DictionaryArray:
-    """String ids as dictionary-encoded text (a missing id, -1, as null): the inverse of
-    :func:`text_ids`, to store text rather than a run's ids."""
-    valid = ids >= 0
-    uniq, inverse = distinct(np.where(valid, ids, 0))
-    dictionary = from_texts(list(strings.lookup(uniq)))
-    indices = pa.Array.from_buffers(pa.int32(), len(ids), [pa.py_buffer(np.packbits(valid, bitorder="little")),
-                                                          pa.py_buffer(inverse.astype(np.int32))])
-    return pa.DictionaryArray.from_arrays(indices, dictionary)
 
 
 def text(value: str) -> pa.Scalar:

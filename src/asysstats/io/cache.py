@@ -22,7 +22,7 @@ from typing import Sequence
 import numpy as np
 import pyarrow as pa
 
-from asysstats.io.arrow import from_numpy, text_ids, texts_of_ids, to_numpy
+from asysstats.io.arrow import from_numpy, to_numpy
 from asysstats.io.outputs import write_atomically
 from asysstats.io.strings import StringPool
 
@@ -95,7 +95,7 @@ class ColumnCache:
     def put_table(self, table: str, columns: dict[str, np.ndarray], text: Sequence[str], strings: StringPool) -> None:
         """Store numpy columns; the ``text`` columns hold string ids and are stored as text."""
         for name, values in columns.items():
-            array = texts_of_ids(strings, values) if name in text else from_numpy(values)
+            array = strings.dictionary(values) if name in text else from_numpy(values)
             self.put(table, name, pa.chunked_array([array]))
 
     def get_table(self, table: str, columns: dict[str, np.dtype], text: Sequence[str],
@@ -105,7 +105,7 @@ class ColumnCache:
         found = {name: v for name in columns if (v := self.get(table, name)) is not None}
         if not found or len({len(v) for v in found.values()}) > 1:
             return None
-        return {name: text_ids(strings, values) if name in text else to_numpy(values, columns[name])
+        return {name: strings.intern_texts(values) if name in text else to_numpy(values, columns[name])
                 for name, values in found.items()}
 
     def drop(self, table: str) -> None:

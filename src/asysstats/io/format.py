@@ -138,10 +138,9 @@ def text_cells(values: np.ndarray | pa.Array, strings: StringPool, csv: bool = F
     values = np.asarray(values)
     if values.dtype.kind in "iu":
         uniq, index = distinct(np.where(values >= 0, values, -1) + 1)  # 0: missing
-        distinct_texts = strings.lookup(uniq - 1)
+        dictionary = strings.texts(uniq - 1, DASH)
     else:
-        distinct_texts, index = texts(values, strings), None
-    dictionary = from_texts([DASH if t is None else t for t in distinct_texts])
+        dictionary, index = from_texts([DASH if t is None else t for t in texts(values, strings)]), None
     if csv:
         dictionary = quoted(dictionary)
     return dictionary if index is None else dictionary.take(from_numpy(index))

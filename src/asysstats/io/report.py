@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from asysstats.errors import AsysError, MissingData
-from asysstats.io.arrow import from_numpy, one_chunk, text_ids, to_numpy
+from asysstats.io.arrow import from_numpy, one_chunk, to_numpy
 from asysstats.io.cache import ColumnCache
 from asysstats.io.schema import ASYSREP, DIALECT_MARKERS, NSYS, TABLES, Col, TableSpec
 from asysstats.io.strings import StringPool
@@ -244,7 +244,7 @@ class Report:
 
     def _to_numpy(self, column: pa.ChunkedArray, col: Col, table: str) -> np.ndarray:
         if col.kind == "text":
-            return text_ids(self.strings, column)
+            return self.strings.intern_texts(column)
         if column.null_count == len(column):  # connectorx may type an all-NULL column as text
             column = pa.chunked_array([pa.nulls(len(column), pa.int64())])
         if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):

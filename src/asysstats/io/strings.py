@@ -2,7 +2,9 @@
 
 Rules work on integer ids; text is resolved only when a result is written. Strings that
 the report does not hold (inline text, derived kernel names, labels) are interned here
-with ids above ``DERIVED_BASE``, one id per distinct value.
+with ids above ``DERIVED_BASE``, one id per distinct value. Derived strings live in Arrow
+string arrays and are found by :class:`~asysstats.io.textindex.TextIndex`: bulk text is
+interned and gathered without a Python string per value.
 """
 
 from __future__ import annotations
@@ -11,6 +13,11 @@ from dataclasses import dataclass
 from typing import Callable, Iterable
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from asysstats.io.arrow import from_numpy, from_texts, one_chunk, to_numpy, valid_mask
+from asysstats.io.textindex import TextIndex
 
 DERIVED_BASE = 1 << 40
 MISSING = -1
@@ -18,6 +25,7 @@ MISSING = -1
 Fetch = Callable[[list[int]], Iterable[tuple[int, str]]]
 
 
+SMALL_BLOCK = 1 << 16  # strings registered in pieces below this size are gathered into one block
 DENSE_SPAN = 1 << 25  # value ranges up to this size are counted in a table, not sorted
 
 
@@ -80,44 +88,138 @@ class Coded:
         return Coded(self.values[used], codes)
 
 
+@dataclass
+class Block:
+    """Distinct strings (no nulls) and their ids; the index is built on the first search."""
+
+    values: pa.Array
+    ids: np.ndarray
+    index: TextIndex | None = None
+
+    def find(self, query: pa.Array, keys: np.ndarray) -> np.ndarray:
+        """Position of each ``query`` string (``keys``: its fingerprints) in ``values``, -1 when absent."""
+        if self.index is None:
+            self.index = TextIndex(self.values)
+        return self.index.find(query, keys)
+
+
 class StringPool:
-    """Strings by id; ``fetch`` reads missing report ids (in batches) from the report."""
+    """Strings by id; ``fetch`` reads missing report ids (in batches) from the report.
+
+    Every string the pool knows (a loaded report string, a derived one) sits in one
+    :class:`Block` under the id it was first known by: that id is what interning it gives."""
 
     def __init__(self, fetch: Fetch | None = None) -> None:
         self._fetch = fetch
-        self._by_id: dict[int, str] = {}
-        self._by_value: dict[str, int] = {}
-        self._next = DERIVED_BASE
+        self._report: dict[int, str] = {}
+        self._blocks: list[Block] = []
+        self._derived: list[pa.Array] = []  # derived strings in id order
+        self._count = 0  # derived strings so far
 
     def load(self, ids: Iterable[int]) -> None:
         """Make sure the given report ids are resolved."""
-        missing = sorted({int(i) for i in ids if i >= 0 and int(i) not in self._by_id})
+        missing = sorted({int(i) for i in ids if 0 <= i < DERIVED_BASE and int(i) not in self._report})
         if not missing or self._fetch is None:
             return
-        for key, value in self._fetch(missing):
-            self._by_id[key] = value
-            self._by_value.setdefault(value, key)
+        fetched = list(self._fetch(missing))
+        self._report.update(fetched)
+        if fetched:
+            self._register(from_texts([value for _, value in fetched]), np.array([key for key, _ in fetched], np.int64))
 
     def intern(self, values: Iterable[str]) -> np.ndarray:
-        """Ids of the given strings, creating derived ids for new values."""
-        out = []
-        for value in values:
-            key = self._by_value.get(value)
-            if key is None:
-                key = self._next
-                self._next += 1
-                self._by_value[value] = key
-                self._by_id[key] = value
-            out.append(key)
-        return np.asarray(out, dtype=np.int64)
+        """Ids of the given strings, creating derived ids for new values (for a few labels;
+        :meth:`intern_texts` for bulk text)."""
+        values = list(values)
+        return self._register(from_texts(values)) if values else np.empty(0, np.int64)
+
+    def intern_texts(self, column: pa.Array | pa.ChunkedArray) -> np.ndarray:
+        """A text column (plain or dictionary-encoded) interned: the string ids, -1 for null."""
+        out = np.full(len(column), MISSING, dtype=np.int64)
+        if len(column) == 0 or column.null_count == len(column):
+            return out
+        array = one_chunk(column) if isinstance(column, pa.ChunkedArray) else column
+        if not pa.types.is_dictionary(array.type):
+            array = pc.dictionary_encode(array.cast(pa.string()))
+        ids = self._register(array.dictionary)
+        indices = to_numpy(array.indices, np.dtype(f"int{array.indices.type.bit_width}"))
+        valid = valid_mask(array.indices)
+        out[valid] = ids[indices[valid].astype(np.int64)]
+        return out
+
+    def _register(self, values: pa.Array, ids: np.ndarray | None = None) -> np.ndarray:
+        """The id of every string of ``values`` (no nulls): the id it is known by, else
+        ``ids`` (report strings) or a new derived id, in order of first occurrence."""
+        values = values if values.type == pa.string() else values.cast(pa.string())
+        index = TextIndex(values)
+        first = index.first_equal()
+        own = np.flatnonzero(first == np.arange(len(values)))
+        query = values if len(own) == len(values) else values.take(from_numpy(own))
+        keys = index.keys()[own]
+        known = np.full(len(own), MISSING, np.int64)
+        for block in self._blocks:
+            found = block.find(query, keys)
+            known = np.where(found >= 0, block.ids[np.maximum(found, 0)], known)
+        new = np.flatnonzero(known < 0)
+        if len(new):
+            known[new] = DERIVED_BASE + self._count + np.arange(len(new)) if ids is None else ids[own[new]]
+            if len(new) == len(values):  # all distinct and new: kept as they are, index included
+                self._add(Block(values, known, index), derived=ids is None)
+            else:
+                self._add(Block(query.take(from_numpy(new)), known[new]), derived=ids is None)
+        slot = np.empty(len(values), np.int64)
+        slot[own] = np.arange(len(own))
+        return known[slot[first]]
+
+    def _add(self, block: Block, derived: bool) -> None:
+        """Keep ``block``; small blocks are joined to the small block before them."""
+        if derived:
+            self._derived.append(block.values)
+            self._count += len(block.values)
+            if len(self._derived) > 1 and max(len(self._derived[-2]), len(block.values)) < SMALL_BLOCK:
+                self._derived[-2:] = [pa.concat_arrays(self._derived[-2:])]
+        last = self._blocks[-1] if self._blocks else None
+        if last is not None and max(len(last.values), len(block.values)) < SMALL_BLOCK:
+            block = Block(pa.concat_arrays([last.values, block.values]), np.concatenate([last.ids, block.ids]))
+            self._blocks.pop()
+        self._blocks.append(block)
+
+    def texts(self, ids: np.ndarray, missing: str | None = None) -> pa.Array:
+        """The strings of ``ids`` as an Arrow string array; a missing id (negative) is null,
+        or ``missing`` when given."""
+        ids = np.asarray(ids, dtype=np.int64)
+        if len(self._derived) == 1 and (ids >= DERIVED_BASE).all():
+            return self._derived[0].take(from_numpy(ids - DERIVED_BASE))
+        report = (ids >= 0) & (ids < DERIVED_BASE)
+        uniq, inverse = distinct(ids[report])
+        self.load(uniq.tolist())
+        parts = [from_texts([missing]), from_texts([self._resolved(int(u)) for u in uniq])]
+        slot = np.zeros(len(ids), np.int64)
+        slot[report] = 1 + inverse
+        taken = 1 + len(uniq)
+        starts = DERIVED_BASE + np.cumsum([0] + [len(chunk) for chunk in self._derived])
+        for chunk, start, stop in zip(self._derived, starts[:-1], starts[1:]):  # a chunked take copies every chunk
+            rows = np.flatnonzero((ids >= start) & (ids < stop))
+            if len(rows):
+                parts.append(chunk.take(from_numpy(ids[rows] - start)))
+                slot[rows] = taken + np.arange(len(rows))
+                taken += len(rows)
+        return pa.concat_arrays(parts).take(from_numpy(slot))
+
+    def dictionary(self, ids: np.ndarray) -> pa.DictionaryArray:
+        """String ids as dictionary-encoded text (a missing id, -1, as null): the inverse of
+        :meth:`intern_texts`, to store text rather than a run's ids."""
+        valid = ids >= 0
+        uniq, inverse = distinct(np.where(valid, ids, 0))
+        indices = pa.Array.from_buffers(pa.int32(), len(ids), [pa.py_buffer(np.packbits(valid, bitorder="little")),
+                                                              pa.py_buffer(inverse.astype(np.int32))])
+        return pa.DictionaryArray.from_arrays(indices, self.texts(uniq))
 
     def text(self, key: int) -> str:
-        self.load([key])
-        return self._resolved(int(key)) if key >= 0 else "-"
+        return self.lookup(np.array([key]))[0] if key >= 0 else "-"
 
     def _resolved(self, key: int) -> str:
-        """The string of a loaded id; an id the report does not define stays recognisable."""
-        value = self._by_id.get(key)
+        """The string of a loaded report id; an id the report does not define stays recognisable."""
+        value = self._report.get(key)
         return value if value is not None else f"<unknown string {key}>"
 
     def map_coded(self, ids: np.ndarray, fn: Callable[[str], str]) -> Coded:
@@ -125,8 +227,7 @@ class StringPool:
         id (negative) stays missing."""
         uniq, inverse = distinct(ids)
         texts = uniq[uniq >= 0]
-        self.load(texts.tolist())
-        mapped = self.intern(fn(self._resolved(int(u))) for u in texts)
+        mapped = self.intern(fn(t) for t in self.lookup(texts))
         if len(texts) < len(uniq):
             mapped = np.concatenate([np.full(len(uniq) - len(texts), MISSING), mapped])
         values, code_of_uniq = distinct(mapped)  # distinct texts may map to one string
@@ -137,27 +238,31 @@ class StringPool:
         return self.map_coded(ids, fn).rows()
 
     def canonical(self, ids: np.ndarray) -> np.ndarray:
-        """Per-row ids where equal strings share one id (the report may repeat a value)."""
-        return self.map_distinct(ids, str)
+        """Per-row ids where equal strings share one id (the report may repeat a value; a
+        derived id is always its string's)."""
+        uniq, inverse = distinct(ids)
+        report = np.flatnonzero((uniq >= 0) & (uniq < DERIVED_BASE))
+        if len(report):
+            uniq[report] = self.intern(self.lookup(uniq[report]))
+        return uniq[inverse]
 
     def lookup(self, ids: np.ndarray) -> np.ndarray:
-        """Object array of the strings (``None`` for a missing id)."""
+        """Object array of the strings (``None`` for a missing id), for work per string."""
         ids = np.asarray(ids, dtype=np.int64)
         out = np.full(len(ids), None, dtype=object)
         valid = ids >= 0
         if not valid.any():
             return out
         uniq, inverse = distinct(ids[valid])
-        self.load(uniq.tolist())
-        values = np.array([self._resolved(int(u)) for u in uniq], dtype=object)
-        out[valid] = values[inverse]
+        out[valid] = np.array(self.texts(uniq).to_pylist(), dtype=object)[inverse]
         return out
 
     def sort_rank(self, ids: np.ndarray) -> np.ndarray:
-        """Integer ranks that order rows by their string (missing first)."""
+        """Integer ranks that order rows by their string (missing first; byte order of UTF-8
+        is code point order)."""
         uniq, inverse = distinct(ids)
-        texts = self.lookup(uniq)
-        order = sorted(range(len(uniq)), key=lambda i: (texts[i] is not None, texts[i] or ""))
+        missing = int(np.searchsorted(uniq, 0))  # the negative ids come first
+        order = to_numpy(pc.sort_indices(self.texts(uniq[missing:])), np.dtype(np.uint64)).astype(np.int64)
         rank = np.empty(len(uniq), dtype=np.int64)
-        rank[order] = np.arange(len(uniq))
+        rank[np.concatenate([np.arange(missing), missing + order])] = np.arange(len(uniq))
         return rank[inverse]

@@ -17,8 +17,9 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 import numpy as np
+import pyarrow.compute as pc
 
-from asysstats.io.arrow import text_ids
+from asysstats.io.arrow import text
 from asysstats.io.strings import StringPool
 from asysstats.operators.catalog import PYTORCH
 from asysstats.operators.parsers import Parsed
@@ -41,10 +42,10 @@ def merge_key(parsed: Parsed, options: Mapping[str, Any]) -> str:
 def parsed_ids(pool: StringPool, parsed: Recognised, options: Mapping[str, Any]) -> dict[str, np.ndarray]:
     """Per parsed text: ``type``, ``key`` and ``display`` string ids."""
     keep_all = bool(options.get(FAMILY_OPTIONS["pytorch"], False))
-    return {"type": parsed.column(lambda p: pool.intern([p.type])[0], pool.intern([PYTORCH])[0], np.int64),
-            "key": parsed.column(lambda p: pool.intern([merge_key(p, options)])[0],
-                                 text_ids(pool, torch_keys(parsed.torch, keep_all)), np.int64),
-            "display": parsed.column(lambda p: pool.intern([p.display])[0], parsed.torch_ids, np.int64)}
+    kinds = parsed.ids(pool, lambda p: p.type, pool.intern([PYTORCH])[0])  # this order numbers the new ids
+    torch_keyed = pool.intern_texts(torch_keys(parsed.torch, keep_all))
+    return {"type": kinds, "key": parsed.ids(pool, lambda p: merge_key(p, options), torch_keyed),
+            "display": parsed.ids(pool, lambda p: p.display, parsed.torch_ids)}
 
 
 def joined_ids(pool: StringPool, first: np.ndarray, second: np.ndarray, sep: str = " + ") -> np.ndarray:
@@ -52,5 +53,5 @@ def joined_ids(pool: StringPool, first: np.ndarray, second: np.ndarray, sep: str
     if len(first) == 0:
         return np.empty(0, np.int64)
     pairs, inverse = np.unique(np.stack([first, second], axis=1), axis=0, return_inverse=True)
-    texts = pool.lookup(pairs.reshape(-1)).reshape(-1, 2)
-    return pool.intern(f"{a}{sep}{b}" for a, b in texts)[inverse.reshape(-1)]
+    texts = (pool.texts(pairs[:, side], missing="None") for side in (0, 1))  # as f"{None}" spells it
+    return pool.intern_texts(pc.binary_join_element_wise(*texts, text(sep)))[inverse.reshape(-1)]

@@ -18,7 +18,7 @@ import pyarrow as pa
 import regex
 
 from asysstats.errors import AsysError
-from asysstats.io.arrow import from_numpy, from_texts
+from asysstats.io.arrow import from_numpy
 from asysstats.io.strings import StringPool, distinct
 from asysstats.io.tables import EventTable
 from asysstats.operators.catalog import BUILTIN_TYPES, FRAMEWORK, KERNEL_TYPES, OTHERS, PYTORCH
@@ -113,6 +113,11 @@ class Recognised(Sequence[Parsed]):
         eager = np.array([fn(p) for p in self.eager], dtype=dtype)
         return np.concatenate([eager, np.broadcast_to(np.asarray(torch, dtype=eager.dtype), len(self.torch))])
 
+    def ids(self, pool: StringPool, fn: Callable[[Parsed], str], torch: Any) -> np.ndarray:
+        """String ids of ``fn`` of each eager text (interned together), then ``torch`` (as in :meth:`column`)."""
+        return np.concatenate([pool.intern(fn(p) for p in self.eager),
+                               np.broadcast_to(np.asarray(torch, dtype=np.int64), len(self.torch))])
+
 
 def recognise_ranges(pool: StringPool, ranges: EventTable, rules: tuple[CustomRule, ...],
                      types: TypeFilter) -> tuple[np.ndarray, Recognised]:
@@ -125,19 +130,19 @@ def recognise_ranges(pool: StringPool, ranges: EventTable, rules: tuple[CustomRu
     rows = np.flatnonzero(valid)
     first = np.full(len(uniq), ranges.rows, dtype=np.int64)
     np.minimum.at(first, slot, rows)  # the first row of each distinct name
-    texts = pool.lookup(uniq)
     domain_ids = ranges["domain"][first]
     bulk = np.zeros(len(uniq), dtype=bool)
     plain = np.flatnonzero(domain_ids < 0)
-    candidates = from_texts(texts[plain])
+    candidates = pool.texts(uniq[plain])
     bulk[plain] = torch_mask(candidates)
     hgtx = [r for r in rules if r.source == "hgtx"]
-    for i in np.flatnonzero(bulk) if hgtx else ():
-        bulk[i] = not any(search(r.pattern, texts[i], "--ppu-op-config") for r in hgtx)
+    checked = np.flatnonzero(bulk) if hgtx else plain[:0]
+    for i, text in zip(checked.tolist(), pool.lookup(uniq[checked])):
+        bulk[i] = not any(search(r.pattern, text, "--ppu-op-config") for r in hgtx)
     eager: list[Parsed] = []
     index = np.full(len(uniq), -1, dtype=np.int64)
     one_by_one = np.flatnonzero(~bulk)
-    for i, text, domain in zip(one_by_one.tolist(), texts[one_by_one], pool.lookup(domain_ids[one_by_one])):
+    for i, text, domain in zip(one_by_one.tolist(), pool.lookup(uniq[one_by_one]), pool.lookup(domain_ids[one_by_one])):
         bare = text[len(domain) + 1:] if domain is not None and text.startswith(domain + ":") else text
         found = recognise_text(text, bare, domain, rules, types)
         if found is not None:
@@ -167,7 +172,9 @@ def classify_kernels(pool: StringPool, names: np.ndarray, rules: tuple[CustomRul
         name = rule.type if rule else next((t for t, pattern in KERNEL_TYPES if pattern.search(text)), None)
         found.append(name if name in types else None)
         by_rule.append(rule is not None)
-    ids = np.array([pool.intern([n])[0] if n else -1 for n in found], dtype=np.int64)
+    named = [i for i, n in enumerate(found) if n]
+    ids = np.full(len(found), -1, dtype=np.int64)
+    ids[named] = pool.intern(found[i] for i in named)
     kind[valid] = ids[slot]
     custom[valid] = np.asarray(by_rule, dtype=bool)[slot]
     return kind, custom

@@ -5,10 +5,12 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 import numpy as np
+import pyarrow.compute as pc
 
 from asysstats.compute.grouped import dense_group_ids
 from asysstats.engine import Inputs
 from asysstats.hgtx import load_ranges, range_stacks
+from asysstats.io.arrow import from_numpy, text
 from asysstats.io.tables import EventTable
 from asysstats.regexes import search
 from asysstats.registry import INT, ROWS, TEXT, Column, Option, Rule
@@ -94,8 +96,9 @@ def name_trees(inputs: Inputs, ranges: EventTable) -> np.ndarray:
     if ranges.rows == 0:
         return np.empty(0, np.int64)
     pair, (levels, names) = dense_group_ids([ranges["level"], ranges["name"]])
-    texts = inputs.strings.lookup(names)
-    return inputs.strings.intern("-" * level + (text or "") for level, text in zip(levels.tolist(), texts))[pair]
+    trees = pc.binary_join_element_wise(pc.binary_repeat(text("-"), from_numpy(levels)),
+                                        inputs.strings.texts(names, ""), text(""))
+    return inputs.strings.intern_texts(trees)[pair]
 
 
 def pushpop_trace(inputs: Inputs, options: Mapping[str, Any]) -> dict:

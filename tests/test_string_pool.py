@@ -1,0 +1,129 @@
+"""The Arrow string pool against the dictionary pool it replaced (same ids for the same calls),
+and the fingerprint index against brute force. Texts are drawn to share lengths, prefixes,
+middles and suffixes (fingerprint collisions), with empty, non-ASCII and NUL characters."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from asysstats.io import textindex
+from asysstats.io.arrow import from_texts
+from asysstats.io.strings import DERIVED_BASE, StringPool
+from asysstats.io.textindex import TextIndex, fingerprints
+
+SETTINGS = settings(max_examples=150, deadline=None)
+texts = st.one_of(st.text("ab", max_size=40), st.text("ab-é\0", max_size=6), st.sampled_from(["Memset", "x" * 30]))
+REPORT = {i: t for i, t in enumerate(["ab", "b", "ab", "", "Memset", "é", "ab" * 12])}  # id 2 repeats id 0
+report_ids = st.integers(0, len(REPORT) + 1)  # the last two ids are not in the report
+
+
+class DictPool:
+    """The pool before Arrow: Python dictionaries, one id per distinct value, first known wins."""
+
+    def __init__(self) -> None:
+        self.by_id: dict[int, str] = {}
+        self.by_value: dict[str, int] = {}
+        self.next = DERIVED_BASE
+
+    def load(self, ids: list[int]) -> None:
+        for key in sorted({i for i in ids if i not in self.by_id and i in REPORT}):
+            self.by_id[key] = REPORT[key]
+            self.by_value.setdefault(REPORT[key], key)
+
+    def intern(self, values: list[str]) -> list[int]:
+        for value in values:
+            if value not in self.by_value:
+                self.by_value[value], self.by_id[self.next] = self.next, value
+                self.next += 1
+        return [self.by_value[v] for v in values]
+
+    def text(self, key: int) -> str | None:
+        self.load([key])
+        return None if key < 0 else self.by_id.get(key, f"<unknown string {key}>")
+
+
+def fetch(keys: list[int]) -> list[tuple[int, str]]:
+    return [(k, REPORT[k]) for k in keys if k in REPORT]
+
+
+operations = st.lists(st.one_of(
+    st.tuples(st.just("intern"), st.lists(texts, max_size=8)),
+    st.tuples(st.just("bulk"), st.lists(st.one_of(st.none(), texts), max_size=30)),
+    st.tuples(st.just("load"), st.lists(report_ids, max_size=5)),
+), max_size=8)
+
+
+def bulk_reference(reference: DictPool, values: list[str | None]) -> list[int]:
+    """What ``text_ids`` gave: the column's distinct values interned in order of first occurrence."""
+    present = list(dict.fromkeys(v for v in values if v is not None))
+    ids = dict(zip(present, reference.intern(present)))
+    return [-1 if v is None else ids[v] for v in values]
+
+
+@SETTINGS
+@given(operations, st.booleans())
+def test_interning_gives_the_ids_of_the_dictionary_pool(ops, encoded):
+    pool, reference = StringPool(fetch), DictPool()
+    seen = []
+    for op, values in ops:
+        if op == "intern":
+            assert pool.intern(values).tolist() == reference.intern(values)
+        elif op == "bulk":
+            array = from_texts(values)
+            got = pool.intern_texts(pc.dictionary_encode(array) if encoded else pa.chunked_array([array]))
+            assert got.tolist() == bulk_reference(reference, values)
+        else:
+            pool.load(values)
+            reference.load(values)
+        seen += [reference.by_value[v] if isinstance(v, str) else v for v in values if v is not None]
+    ids = np.array(seen + [-1], dtype=np.int64)
+    expected = [reference.text(int(i)) for i in ids]
+    assert pool.lookup(ids).tolist() == expected
+    assert pool.texts(ids, "-").to_pylist() == [e if e is not None else "-" for e in expected]
+    known = dict(reference.by_value)
+    canonical = pool.canonical(ids)
+    assert pool.lookup(canonical).tolist() == expected
+    assert len(set(canonical.tolist())) == len(set(expected))  # one id per text
+    assert all(c == known[e] for c, e in zip(canonical.tolist(), expected) if e in known)
+    by_text = sorted(range(len(ids)), key=lambda i: (expected[i] is not None, expected[i] or ""))
+    rank = pool.sort_rank(ids)
+    assert [expected[i] for i in np.argsort(rank, kind="stable")] == [expected[i] for i in by_text]
+
+
+@SETTINGS
+@given(st.lists(st.one_of(st.none(), texts), max_size=30))
+def test_stored_dictionary_interns_back_to_the_same_ids(values):
+    pool = StringPool()
+    ids = pool.intern_texts(from_texts(values))
+    assert pool.intern_texts(pool.dictionary(ids)).tolist() == ids.tolist()
+    fresh = StringPool()
+    assert fresh.lookup(fresh.intern_texts(pool.dictionary(ids))).tolist() == values
+
+
+@pytest.mark.parametrize("pairs", [textindex.PAIRS_PER_STRING, -1])  # -1: always Arrow's hash set
+def test_text_index_finds_the_first_equal_string(pairs):
+    @SETTINGS
+    @given(st.lists(texts, max_size=30), st.lists(texts, max_size=10), st.integers(0, 3))
+    def check(values, query, start):
+        array = from_texts(["pad"] * start + values).slice(start)  # an offset into the buffers
+        index = TextIndex(array)
+        assert index.find(from_texts(query)).tolist() == [values.index(q) if q in values else -1 for q in query]
+        assert index.first_equal().tolist() == [values.index(v) for v in values]
+
+    default, textindex.PAIRS_PER_STRING = textindex.PAIRS_PER_STRING, pairs
+    try:
+        check()
+    finally:
+        textindex.PAIRS_PER_STRING = default
+
+
+@SETTINGS
+@given(st.lists(texts, max_size=20))
+def test_equal_strings_have_equal_fingerprints_wherever_they_lie(values):
+    plain = fingerprints(from_texts(values))
+    reversed_large = fingerprints(from_texts(values[::-1]).cast(pa.large_string()))[::-1]
+    assert plain.tolist() == reversed_large.tolist()
