@@ -32,7 +32,6 @@ from asysstats.io.arrow import from_numpy, from_texts, text
 from asysstats.io.tables import NA, EventTable, empty_table
 from asysstats.names import prefixed_ids
 from asysstats.regexes import search
-from asysstats.textcolumn import text_column
 
 if TYPE_CHECKING:
     from asysstats.engine import Inputs
@@ -195,10 +194,11 @@ def _parents(g: np.ndarray, lvl: np.ndarray, pos: np.ndarray) -> np.ndarray:
     return local_parent
 
 
-def range_stacks(report: "Report", ranges: EventTable) -> np.ndarray:
+def range_stacks(report: "Report", ranges: EventTable) -> pa.Array:
     """``:6:7:8`` per row of ``ranges``: the range ids of its push/pop stack, outermost
     first (an ancestor may lie outside the time window). Joined by Arrow string kernels
-    from one ``:id`` piece per level, without a Python string per range."""
+    from one ``:id`` piece per level, without a Python string per range: a frame's text
+    column as an Arrow string array, which the writers print as it is."""
     everything = all_ranges(report)
     ids, level = everything["rangeId"], everything["level"]
     n = len(ids)
@@ -210,7 +210,7 @@ def range_stacks(report: "Report", ranges: EventTable) -> np.ndarray:
     for _ in range(int(level[row].max(initial=0))):
         row = parent_row[row]
         stack.append(row)
-    return text_column(pc.binary_join_element_wise(*[pieces.take(from_numpy(r)) for r in reversed(stack)], text("")))
+    return pc.binary_join_element_wise(*[pieces.take(from_numpy(r)) for r in reversed(stack)], text(""))
 
 
 # -- launching calls and the innermost range --------------------------------------------------

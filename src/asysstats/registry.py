@@ -113,7 +113,7 @@ def name_mode(options: Mapping[str, Any]) -> str:
     return "base" if options.get("base") else "mangled" if options.get("mangled") else "demangled"
 
 
-Frame = dict  # column name -> numpy array (Arrow strings: textcolumn; engine.Gathered), in the declared order
+Frame = dict  # column name -> numpy array (or per-row text as an Arrow string array; engine.Gathered), in order
 Compute = Callable[["Inputs", Mapping[str, Any]], Frame]
 
 

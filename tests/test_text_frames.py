@@ -1,4 +1,4 @@
-"""Arrow text as a frame's text column (asysstats.textcolumn), and range stacks built from it."""
+"""Per-row text as an Arrow string array in a frame, and range stacks built that way."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -18,18 +17,10 @@ from asysstats.io.strings import StringPool
 from asysstats.io.writers import to_column, to_csv, to_json, to_lines
 from asysstats.registry import TEXT, Column, Rule
 from asysstats.synth.writer import ReportWriter
-from asysstats.textcolumn import text_column
 from test_hgtx_core import PUSHPOP, gtid, program, stack_program
 
 texts = st.lists(st.text(st.characters(blacklist_characters="\0", blacklist_categories=("Cs",)), max_size=12),
                  max_size=30)
-
-
-@settings(max_examples=60, deadline=None)
-@given(texts)
-def test_text_column_holds_the_texts(values):
-    column = text_column(pa.chunked_array([from_texts(values[:3]), from_texts(values[3:])]))
-    assert isinstance(column, pa.Array) and column.to_pylist() == values
 
 
 @settings(max_examples=20, deadline=None)
@@ -37,7 +28,7 @@ def test_text_column_holds_the_texts(values):
 def test_writers_print_a_text_column_like_python_strings(values):
     rule = Rule("demo", "Demo", "A demo rule.", (Column("Text", TEXT, "text"),), lambda i, o: {}, ("hgtx",))
     as_column, as_objects = (Result(rule, rule.columns, {"Text": v}, StringPool())
-                             for v in (text_column(from_texts(values)), np.array(values, dtype=object)))
+                             for v in (from_texts(values), np.array(values, dtype=object)))
     for writer in (to_csv, to_column, to_json, to_lines):
         assert writer(as_column) == writer(as_objects)
 
