@@ -101,3 +101,19 @@ def test_bad_command_options(report, args, words):
 
 def test_no_report_given():
     assert_one_line_error(run_cli("stats", "-r", "hggc_ppu_kern_sum"), "no report given")
+
+
+def test_the_command_exits_as_main_says_without_teardown(report, tmp_path):
+    """``python -m asysstats`` (and the ``asys`` script) leave through ``os._exit``: the status,
+    the whole of stdout and the one-line error must still come out as ``main`` produced them."""
+    import subprocess
+    import sys
+
+    good = subprocess.run([sys.executable, "-m", "asysstats", "stats", "-r", "hggc_ppu_kern_sum", "--format", "csv",
+                           str(report)], capture_output=True, text=True, timeout=120)
+    assert good.returncode == 0 and good.stdout == run_cli("stats", "-r", "hggc_ppu_kern_sum", "--format", "csv",
+                                                           report).out
+    bad = subprocess.run([sys.executable, "-m", "asysstats", "stats", "-r", "no_such_rule", str(report)],
+                         capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2
+    assert bad.stderr.count("\n") == 1 and "unknown rule 'no_such_rule'" in bad.stderr and not bad.stdout

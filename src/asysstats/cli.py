@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import gc
 import os
 import sys
@@ -342,3 +343,25 @@ def main(argv: Sequence[str] | None = None) -> None:
             traceback.print_exc()
         click.echo(f"error: internal error: {type(exc).__name__}: {one_line(str(exc))} (rerun with --debug)", err=True)
         sys.exit(3)
+
+
+def entry() -> None:
+    """The ``asys`` console script and ``python -m asysstats``: :func:`main`, then leave without
+    tearing the interpreter down. Freeing every module, array and mapping one by one took
+    0.1-0.2 s, a fifth of a warm summary; exit handlers still run and the streams are flushed."""
+    try:
+        main()
+        code = 0
+    except SystemExit as exc:
+        code = exc.code
+    if not isinstance(code, int):  # as the interpreter reports sys.exit(None) and sys.exit("text")
+        if code is not None:
+            print(code, file=sys.stderr)
+        code = 0 if code is None else 1
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe: main has already handled it
+            pass
+    os._exit(code)
