@@ -9,7 +9,8 @@ import numpy as np
 from hypothesis import given, settings, strategies as st
 
 from asysstats.compute import grouped, intervals
-from asysstats.io.strings import DERIVED_BASE, Coded, StringPool, distinct
+from asysstats.compute.distinct import DERIVED_BASE, Coded, distinct
+from asysstats.io.strings import StringPool
 from asysstats.rules.activity import row_index
 
 SETTINGS = settings(max_examples=80, deadline=None)

@@ -12,7 +12,8 @@ from hypothesis import given, settings, strategies as st
 
 from asysstats.io import textindex
 from asysstats.io.arrow import from_texts
-from asysstats.io.strings import DERIVED_BASE, StringPool
+from asysstats.compute.distinct import DERIVED_BASE
+from asysstats.io.strings import StringPool
 from asysstats.io.textindex import TextIndex, fingerprints
 
 SETTINGS = settings(max_examples=150, deadline=None)

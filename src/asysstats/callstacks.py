@@ -18,7 +18,8 @@ import regex
 
 from asysstats.compute.grouped import group_by
 from asysstats.errors import AsysError
-from asysstats.io.strings import StringPool, distinct
+from asysstats.compute.distinct import distinct
+from asysstats.io.strings import StringPool
 from asysstats.io.tables import EventTable
 from asysstats.regexes import compile_user_regex, search
 from asysstats.rulespec import split_unescaped

@@ -11,7 +11,8 @@ import numpy as np
 import pyarrow.compute as pc
 
 from asysstats.io.arrow import text
-from asysstats.io.strings import Coded, StringPool, distinct
+from asysstats.compute.distinct import Coded, distinct
+from asysstats.io.strings import StringPool
 from asysstats.io.tables import EventTable
 
 NAME_MODES = ("demangled", "base", "mangled")

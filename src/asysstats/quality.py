@@ -36,7 +36,7 @@ import regex
 from asysstats.correlate import PPU_KINDS
 from asysstats.hgtx import all_ranges, launch_rows, pair_key, runtime_calls
 from asysstats.io.schema import TABLES
-from asysstats.io.strings import distinct
+from asysstats.compute.distinct import distinct
 from asysstats.io.tables import NA, EventTable
 from asysstats.registry import INT, ROWS, TEXT, Column, Rule
 

@@ -13,7 +13,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from asysstats.io.strings import Coded, distinct
+from asysstats.compute.distinct import Coded, distinct
 
 class Groups:
     """Rows sorted by key (then value): ``order`` permutes rows, ``bounds`` cut the groups.
@@ -81,7 +81,7 @@ Key = np.ndarray | Coded  # a key column: per-row values, or coded
 
 def dense_group_ids(keys: Sequence[Key]) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
     """A dense id per row, numbered in the lexicographic order of the key tuples, and the
-    key values of each id. A :class:`~asysstats.io.strings.Coded` key is used as coded."""
+    key values of each id. A :class:`~asysstats.compute.distinct.Coded` key is used as coded."""
     coded = [k if isinstance(k, Coded) else Coded.of(k) if np.asarray(k).dtype.kind in "iu"
              else Coded(*np.unique(k, return_inverse=True)) for k in keys]
     if len(coded) == 1:

@@ -21,7 +21,8 @@ import pyarrow.compute as pc
 from asysstats.engine import Result
 from asysstats.io.arrow import from_numpy, text, text_bytes
 from asysstats.io.format import as_integers, cells, few_values, integer_cells
-from asysstats.io.strings import StringPool, distinct
+from asysstats.compute.distinct import distinct
+from asysstats.io.strings import StringPool
 from asysstats.registry import INT, TEXT, Column
 
 RUN_SHARE = 2  # columns are formatted per run of equal rows while the runs are at most 1 / RUN_SHARE of the rows

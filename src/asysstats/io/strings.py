@@ -16,76 +16,16 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from asysstats.compute.distinct import DERIVED_BASE, Coded, distinct
 from asysstats.io.arrow import from_numpy, from_texts, one_chunk, to_numpy, valid_mask
 from asysstats.io.textindex import TextIndex
 
-DERIVED_BASE = 1 << 40
 MISSING = -1
 
 Fetch = Callable[[list[int]], Iterable[tuple[int, str]]]
 
 
 SMALL_BLOCK = 1 << 16  # strings registered in pieces below this size are gathered into one block
-DENSE_SPAN = 1 << 25  # value ranges up to this size are counted in a table, not sorted
-
-
-def distinct(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Distinct values of an int array (sorted) and each row's index into them.
-
-    Values in a dense range (report string ids, and derived ids, which start at
-    ``DERIVED_BASE``) are counted in a table, in time linear in the rows; others are sorted."""
-    ids = np.asarray(ids, dtype=np.int64)
-    if len(ids) == 0:
-        return ids[:0], np.empty(0, np.int64)
-    low, high = int(ids.min()), int(ids.max())
-    span = min(DENSE_SPAN, 4 * len(ids) + 4096)  # a table much larger than the rows costs more than a sort
-    if 0 <= low and high < span:  # string ids: a table from 0 (no shifted copy of the rows)
-        return dense_distinct(ids, high)
-    if high - low < span:
-        uniq, index = dense_distinct(ids - low, high - low)
-        return uniq + low, index
-    if low >= 0 and high >= DERIVED_BASE:  # report ids and derived ids: fold the gap between them
-        derived = ids >= DERIVED_BASE
-        first_derived = int(ids[derived].min())
-        below = int(ids[~derived].max()) + 1 if not derived.all() else 0
-        if below + high - first_derived < span:
-            shift = first_derived - below
-            uniq, index = dense_distinct(ids - derived * shift, below + high - first_derived)
-            return uniq + (uniq >= below) * shift, index
-    uniq, inverse = np.unique(ids, return_inverse=True)
-    return uniq, inverse.reshape(-1)
-
-
-def dense_distinct(values: np.ndarray, high: int) -> tuple[np.ndarray, np.ndarray]:
-    """``distinct`` of values in ``[0, high]`` by a presence table."""
-    present = np.zeros(high + 1, dtype=np.bool_)
-    present[values] = True
-    uniq = np.flatnonzero(present)
-    slot = np.zeros(high + 1, dtype=np.int64)  # zeroed pages are mapped lazily: only those written cost
-    slot[uniq] = np.arange(len(uniq))
-    return uniq, slot[values]
-
-
-@dataclass(frozen=True)
-class Coded:
-    """An integer column as a code per row into ``values`` (distinct, ascending): the result
-    of :func:`distinct`, kept so that grouping by the column need not find it again."""
-
-    values: np.ndarray
-    codes: np.ndarray
-
-    @classmethod
-    def of(cls, ids: np.ndarray) -> "Coded":
-        return cls(*distinct(ids))
-
-    def rows(self) -> np.ndarray:
-        """The value of every row."""
-        return self.values[self.codes]
-
-    def take(self, index: np.ndarray) -> "Coded":
-        """The rows ``index`` selects (the values they use, coded again)."""
-        used, codes = distinct(self.codes[index])
-        return Coded(self.values[used], codes)
 
 
 @dataclass

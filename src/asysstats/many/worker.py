@@ -19,7 +19,7 @@ import numpy as np
 
 from asysstats.io.report import open_report
 from asysstats.io.schema import TABLES
-from asysstats.io.strings import distinct
+from asysstats.compute.distinct import distinct
 from asysstats.many.identity import Placement, place
 
 ACTIVITY_TABLES = ("kernels", "memcpy", "memset")

@@ -33,7 +33,7 @@ from asysstats.compute.intervals import enclosing_pairs
 from asysstats.correlate import Pairs, correlate
 from asysstats.engine import Inputs
 from asysstats.hgtx import all_ranges, launch_rows, runtime_calls
-from asysstats.io.strings import distinct
+from asysstats.compute.distinct import distinct
 from asysstats.io.tables import EventTable
 from asysstats.operators.activities import load_activities, range_filter
 from asysstats.operators.catalog import FRAMEWORK, LIBRARY

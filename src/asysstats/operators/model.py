@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from asysstats.io.strings import distinct
+from asysstats.compute.distinct import distinct
 from asysstats.operators.catalog import DEFAULT_DTYPE, DTYPES, PEAK_FIELDS, TABLE_PEAKS, find_device
 from asysstats.operators.parsers import Parsed
 

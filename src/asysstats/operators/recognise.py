@@ -19,7 +19,8 @@ import regex
 
 from asysstats.errors import AsysError
 from asysstats.io.arrow import from_numpy
-from asysstats.io.strings import StringPool, distinct
+from asysstats.compute.distinct import distinct
+from asysstats.io.strings import StringPool
 from asysstats.io.tables import EventTable
 from asysstats.operators.catalog import BUILTIN_TYPES, FRAMEWORK, KERNEL_TYPES, OTHERS, PYTORCH
 from asysstats.operators.parsers import CUSTOM, Parsed, parse_builtin, parse_pytorch

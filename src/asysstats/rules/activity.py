@@ -10,7 +10,8 @@ import numpy as np
 from asysstats.compute.grouped import dense_group_ids
 from asysstats.engine import Inputs
 from asysstats.io.schema import MEM_KIND_LABELS, MEMCPY_KIND_LABELS, NSYS, NSYS_MEM_KIND_LABELS
-from asysstats.io.strings import StringPool, distinct
+from asysstats.compute.distinct import distinct
+from asysstats.io.strings import StringPool
 from asysstats.io.tables import NA
 
 

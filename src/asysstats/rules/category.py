@@ -14,7 +14,8 @@ import regex
 
 from asysstats.compute.grouped import share_percent
 from asysstats.engine import Inputs
-from asysstats.io.strings import StringPool, distinct
+from asysstats.compute.distinct import distinct
+from asysstats.io.strings import StringPool
 from asysstats.names import kernel_name_ids
 from asysstats.regexes import compile_user_regex, search
 from asysstats.registry import DEVICE, INT, NAME_OPTIONS, PERCENT, ROWS, TEXT, Column, Rule, name_mode

@@ -12,7 +12,7 @@ import numpy as np
 
 from asysstats.compute.grouped import group_by
 from asysstats.engine import Inputs
-from asysstats.io.strings import distinct
+from asysstats.compute.distinct import distinct
 from asysstats.io.tables import NA
 from asysstats.registry import DECIMAL, DEVICE, INT, ROWS, TEXT, Column, Option, Rule
 from asysstats.regexes import search

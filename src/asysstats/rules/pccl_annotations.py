@@ -13,7 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 import regex
 
-from asysstats.io.strings import StringPool, distinct
+from asysstats.compute.distinct import distinct
+from asysstats.io.strings import StringPool
 
 DOMAIN = regex.compile(r"(?:NCCL|PCCL):", regex.IGNORECASE)
 OPERATOR = regex.compile(r"[A-Za-z][A-Za-z0-9_]*")

@@ -17,7 +17,8 @@ import regex
 from asysstats.compute.grouped import group_by, grouped_stats, percentile_sorted, share_percent
 from asysstats.compute.intervals import overlap_components
 from asysstats.engine import Inputs
-from asysstats.io.strings import StringPool, distinct
+from asysstats.compute.distinct import distinct
+from asysstats.io.strings import StringPool
 from asysstats.io.tables import EventTable
 from asysstats.names import demangle
 from asysstats.registry import DEVICE, HGTX_NAME, INT, NAME_OPTIONS, PERCENT, ROWS, TEXT, Column, Rule
