@@ -6,7 +6,7 @@ from __future__ import annotations
 import statistics
 
 import numpy as np
-from hypothesis import given, settings, strategies as st
+from hypothesis import assume, given, settings, strategies as st
 
 from asysstats.compute import grouped, intervals
 from asysstats.compute.distinct import DERIVED_BASE, Coded, distinct
@@ -39,6 +39,7 @@ def test_grouped_stats_match_brute_force(rows, coded):
     expected = {}
     for k, v in rows:
         expected.setdefault(k, []).append(v)
+    assume(all(abs(sum(vals)) < 2 ** 63 for vals in expected.values()))  # sums are int64 (8 timestamps need not fit)
     assert list(groups.keys[0]) == sorted(expected)
     for i, k in enumerate(groups.keys[0]):
         vals = expected[k]
