@@ -10,9 +10,9 @@ import pyarrow.compute as pc
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from asysstats.compute.distinct import DERIVED_BASE
 from asysstats.io import textindex
 from asysstats.io.arrow import from_texts
-from asysstats.compute.distinct import DERIVED_BASE
 from asysstats.io.strings import StringPool
 from asysstats.io.textindex import TextIndex, fingerprints
 

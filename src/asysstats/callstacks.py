@@ -16,9 +16,9 @@ from typing import Iterable
 import numpy as np
 import regex
 
+from asysstats.compute.distinct import distinct
 from asysstats.compute.grouped import group_by
 from asysstats.errors import AsysError
-from asysstats.compute.distinct import distinct
 from asysstats.io.strings import StringPool
 from asysstats.io.tables import EventTable
 from asysstats.regexes import compile_user_regex, search

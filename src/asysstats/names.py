@@ -10,8 +10,8 @@ import functools
 import numpy as np
 import pyarrow.compute as pc
 
-from asysstats.io.arrow import text
 from asysstats.compute.distinct import Coded, distinct
+from asysstats.io.arrow import text
 from asysstats.io.strings import StringPool
 from asysstats.io.tables import EventTable
 

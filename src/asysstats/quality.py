@@ -33,10 +33,10 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 import numpy as np
 import regex
 
+from asysstats.compute.distinct import distinct
 from asysstats.correlate import PPU_KINDS
 from asysstats.hgtx import all_ranges, launch_rows, pair_key, runtime_calls
 from asysstats.io.schema import TABLES
-from asysstats.compute.distinct import distinct
 from asysstats.io.tables import NA, EventTable
 from asysstats.registry import INT, ROWS, TEXT, Column, Rule
 

@@ -15,6 +15,7 @@ import numpy as np
 
 from asysstats.compute.distinct import Coded, distinct
 
+
 class Groups:
     """Rows sorted by key (then value): ``order`` permutes rows, ``bounds`` cut the groups.
 

@@ -18,10 +18,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from asysstats.compute.distinct import distinct
 from asysstats.engine import Result
 from asysstats.io.arrow import from_numpy, text, text_bytes
 from asysstats.io.format import as_integers, cells, few_values, integer_cells
-from asysstats.compute.distinct import distinct
 from asysstats.io.strings import StringPool
 from asysstats.registry import INT, TEXT, Column
 

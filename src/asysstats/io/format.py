@@ -11,8 +11,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from asysstats.io.arrow import from_numpy, from_texts, text
 from asysstats.compute.distinct import distinct
+from asysstats.io.arrow import from_numpy, from_texts, text
 from asysstats.io.strings import StringPool
 from asysstats.io.tables import NA
 from asysstats.registry import DECIMAL, INT, PAIR_INNER, PERCENT, RATIO, TEXT

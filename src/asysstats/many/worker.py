@@ -17,9 +17,9 @@ from typing import Sequence, Union
 
 import numpy as np
 
+from asysstats.compute.distinct import distinct
 from asysstats.io.report import open_report
 from asysstats.io.schema import TABLES
-from asysstats.compute.distinct import distinct
 from asysstats.many.identity import Placement, place
 
 ACTIVITY_TABLES = ("kernels", "memcpy", "memset")

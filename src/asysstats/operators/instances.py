@@ -15,9 +15,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from asysstats.compute.distinct import distinct
 from asysstats.compute.grouped import grouped_stats
 from asysstats.compute.intervals import covered_length_by_group, covered_length_sorted
-from asysstats.compute.distinct import distinct
 from asysstats.io.tables import EventTable
 from asysstats.operators.analysis import Analysis, instance_ids
 from asysstats.operators.catalog import OTHERS

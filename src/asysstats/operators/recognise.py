@@ -17,9 +17,9 @@ import numpy as np
 import pyarrow as pa
 import regex
 
+from asysstats.compute.distinct import distinct
 from asysstats.errors import AsysError
 from asysstats.io.arrow import from_numpy
-from asysstats.compute.distinct import distinct
 from asysstats.io.strings import StringPool
 from asysstats.io.tables import EventTable
 from asysstats.operators.catalog import BUILTIN_TYPES, FRAMEWORK, KERNEL_TYPES, OTHERS, PYTORCH

@@ -7,10 +7,10 @@ from typing import Sequence
 
 import numpy as np
 
+from asysstats.compute.distinct import distinct
 from asysstats.compute.grouped import dense_group_ids
 from asysstats.engine import Inputs
 from asysstats.io.schema import MEM_KIND_LABELS, MEMCPY_KIND_LABELS, NSYS, NSYS_MEM_KIND_LABELS
-from asysstats.compute.distinct import distinct
 from asysstats.io.strings import StringPool
 from asysstats.io.tables import NA
 

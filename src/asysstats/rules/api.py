@@ -7,9 +7,9 @@ from typing import Any, Mapping
 import numpy as np
 import regex
 
+from asysstats.compute.distinct import Coded
 from asysstats.engine import Inputs
 from asysstats.io.schema import NSYS
-from asysstats.compute.distinct import Coded
 from asysstats.registry import INT, ROWS, TEXT, Column, Rule
 from asysstats.rules.activity import row_index, take_or_na
 from asysstats.rules.summary import Rows, Summary, keyed_frame, stat_columns

@@ -12,9 +12,9 @@ from typing import Any, Mapping
 import numpy as np
 import regex
 
+from asysstats.compute.distinct import distinct
 from asysstats.compute.grouped import share_percent
 from asysstats.engine import Inputs
-from asysstats.compute.distinct import distinct
 from asysstats.io.strings import StringPool
 from asysstats.names import kernel_name_ids
 from asysstats.regexes import compile_user_regex, search

@@ -10,12 +10,12 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from asysstats.compute.distinct import distinct
 from asysstats.compute.grouped import group_by
 from asysstats.engine import Inputs
-from asysstats.compute.distinct import distinct
 from asysstats.io.tables import NA
-from asysstats.registry import DECIMAL, DEVICE, INT, ROWS, TEXT, Column, Option, Rule
 from asysstats.regexes import search
+from asysstats.registry import DECIMAL, DEVICE, INT, ROWS, TEXT, Column, Option, Rule
 from asysstats.rules.activity import row_index, take_or_na
 from asysstats.rules.kernels import on_devices
 

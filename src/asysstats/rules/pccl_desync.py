@@ -14,10 +14,10 @@ from typing import Any, Mapping
 import numpy as np
 import regex
 
+from asysstats.compute.distinct import distinct
 from asysstats.compute.grouped import group_by, grouped_stats, percentile_sorted, share_percent
 from asysstats.compute.intervals import overlap_components
 from asysstats.engine import Inputs
-from asysstats.compute.distinct import distinct
 from asysstats.io.strings import StringPool
 from asysstats.io.tables import EventTable
 from asysstats.names import demangle
