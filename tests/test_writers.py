@@ -148,7 +148,8 @@ def test_closed_pipe_exits_quietly(report, rules):
 def test_a_run_imports_only_what_it_needs(writer, fmt):
     """pyarrow imports pandas on its first pa.array/pa.scalar (0.3-0.7 s of every run); the loader (NULLs
     filled) and the writers avoid both. Rule modules other than the run's, the operator machinery and the
-    PyTorch trace reader are not imported either (start-up time)."""
+    PyTorch trace reader are not imported either (start-up time), nor the report checks, the ``regex`` module
+    (user patterns only) or ``subprocess`` (piped output only)."""
     names = writer.strings(["plain"])
     writer.add("kernels", start=[0, 10], end=[5, 20], deviceId=0, demangledName=names[0])
     writer.add("hgtx", start=[0, 1], end=[9, None], eventType=[59, 34], text=["range", "mark"], globalTid=1)
@@ -160,8 +161,10 @@ def test_a_run_imports_only_what_it_needs(writer, fmt):
             "try:\n    main()\nexcept SystemExit as exc:\n    assert exc.code in (0, None), exc.code\n"
             "print('pandas' in sys.modules)\n"
             "print(sorted(m for m in sys.modules if m.startswith(('asysstats.rules.', 'asysstats.operators', "
-            "'asysstats.io.kineto'))))")
+            "'asysstats.io.kineto'))))\n"
+            "print([m for m in ('regex', 'subprocess', 'asysstats.quality') if m in sys.modules])")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert done.stdout.splitlines()[-2] == "False" and "plain" in done.stdout
-    assert done.stdout.splitlines()[-1] == str(["asysstats.rules.hgtx_ranges", "asysstats.rules.kernels",
+    assert done.stdout.splitlines()[-3] == "False" and "plain" in done.stdout
+    assert done.stdout.splitlines()[-2] == str(["asysstats.rules.hgtx_ranges", "asysstats.rules.kernels",
                                                 "asysstats.rules.summary"])
+    assert done.stdout.splitlines()[-1] == "[]"

@@ -21,8 +21,7 @@ from asysstats.progress import progress
 from asysstats.io.writers import FORMATS, render_parts
 from asysstats.many.paths import expand_reports
 from asysstats.many.session import ManyOptions, close_reports, open_reports
-from asysstats.quality import CHECK
-from asysstats.rulebook import DEFAULT_STATS, REGISTRY
+from asysstats.rulebook import CHECK_RULE, DEFAULT_STATS, REGISTRY, check_rule
 from asysstats.rulespec import RuleRequest, parse_pairs, parse_rule_args
 
 
@@ -73,7 +72,8 @@ def pad(values: Sequence[str], count: int) -> list[str | None]:
 def run_requests(command: str, reports: Sequence[str], requests: list[RuleRequest], formats: Sequence[str],
                  outputs: Sequence[str], force: bool, settings: Settings, default_set: bool, cache: bool,
                  many: ManyOptions = ManyOptions()) -> None:
-    rules = [CHECK if (command, r.name) == ("stats", CHECK.name) else REGISTRY.get(r.name, command) for r in requests]
+    rules = [check_rule() if (command, r.name) == ("stats", CHECK_RULE) else REGISTRY.get(r.name, command)
+             for r in requests]
     parsed = [rule.parse_options(r.options) for rule, r in zip(rules, requests)]
     fmts = [parse_format(f) if f else ("column", 1) for f in pad(formats, len(requests))]
     outs = pad(outputs, len(requests))
@@ -227,7 +227,7 @@ def execute(command: str, rule_args, reports, formats, outputs, force, filter_ti
     if default_set:
         requests = [RuleRequest(name) for name in DEFAULT_STATS if name in REGISTRY]
     if check:
-        requests.insert(0, RuleRequest(CHECK.name))
+        requests.insert(0, RuleRequest(CHECK_RULE))
     settings = settings_from(filter_time, filter_hgtx, callstack, opconfig, kernel_groups, keep_suspect_events,
                              device_spec)
     many = ManyOptions(merge_reports, bool_value(ts_normalize, "--ts-normalize"), tuple(ts_shift), scheduler,

@@ -14,6 +14,7 @@ from asysstats.io.schema import NSYS, TABLES
 from asysstats.io.strings import StringPool
 from asysstats.io.tables import EventTable, empty_table
 from asysstats.registry import Column, Frame, Rule
+from asysstats.suspects import without_suspect_events
 
 INT64_MAX = np.iinfo(np.int64).max
 PPU_SIDE_TABLES = ("kernels", "memcpy", "memset", "metrics")  # windowed by the --filter-hgtx projection
@@ -28,7 +29,7 @@ class Settings:
     callstack_groups: tuple[tuple[str, str], ...] = ()
     ppu_op_config: tuple[tuple[str, str], ...] = ()
     kernel_groups: tuple[tuple[str, str], ...] = ()
-    keep_suspect_events: bool = False  # else tables leave out suspect events (asysstats.quality)
+    keep_suspect_events: bool = False  # else tables leave out suspect events (asysstats.suspects)
     device_specs: tuple[Any, ...] = ()  # --device-spec entries (asysstats.operators.catalog.DeviceSpec)
     extra: Mapping[str, Any] = field(default_factory=dict)
 
@@ -68,8 +69,6 @@ class Inputs:
             return empty_table(cols + derived_names(cols), floats)
         table = self.report.load(name, columns)
         if not self.settings.keep_suspect_events:
-            from asysstats.quality import without_suspect_events
-
             table = without_suspect_events(self, name, table)
         window = self.ppu_window if name in PPU_SIDE_TABLES else self.window
         return self._in_window(table, window)

@@ -32,6 +32,7 @@ from asysstats.io.arrow import from_numpy, from_texts, text
 from asysstats.io.tables import NA, EventTable, empty_table
 from asysstats.names import prefixed_ids
 from asysstats.regexes import search
+from asysstats.suspects import without_suspect_events
 
 if TYPE_CHECKING:
     from asysstats.engine import Inputs
@@ -68,11 +69,9 @@ def load_ranges(inputs: "Inputs") -> EventTable:
 
 def trusted(inputs: "Inputs", name: str, table: EventTable) -> EventTable:
     """``table`` (one row per row of the report's ``name`` table) without the suspect events
-    of :mod:`asysstats.quality`, unless ``--keep-suspect-events``."""
+    of :mod:`asysstats.suspects`, unless ``--keep-suspect-events``."""
     if inputs.settings.keep_suspect_events:
         return table
-    from asysstats.quality import without_suspect_events  # it imports this module
-
     return without_suspect_events(inputs, name, table)
 
 

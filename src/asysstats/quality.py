@@ -21,17 +21,15 @@ suspect events. Every check is vectorised and looks at the whole report (no time
   address (the matching of ``device_memory_usage_*``).
 
 Unless ``--keep-suspect-events``, the tables that rules read (``engine.Inputs.table``) leave out
-the events of the first two checks, and the run notes how many (:func:`without_suspect_events`).
+the events of the first two checks, and the run notes how many (:mod:`asysstats.suspects`).
 """
 
 from __future__ import annotations
 
-import weakref
-from dataclasses import dataclass
+import re
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 import numpy as np
-import regex
 
 from asysstats.compute.distinct import distinct
 from asysstats.correlate import PPU_KINDS
@@ -39,84 +37,20 @@ from asysstats.hgtx import all_ranges, launch_rows, pair_key, runtime_calls
 from asysstats.io.schema import TABLES
 from asysstats.io.tables import NA, EventTable
 from asysstats.registry import INT, ROWS, TEXT, Column, Rule
+from asysstats.rulebook import CHECK_RULE
+from asysstats.suspects import TIMED_TABLES, suspects
 
 if TYPE_CHECKING:
     from asysstats.engine import Inputs
 
 EXAMPLES = 3
-KEEP_HINT = "(use --keep-suspect-events to keep them)"
-LAUNCH_NAMES = regex.compile("LaunchKernel|GraphLaunch|Memcpy|Memset")
+LAUNCH_NAMES = re.compile("LaunchKernel|GraphLaunch|Memcpy|Memset")
 CHECKS = ("end before start", "longer than capture", "no launch call", "launch without activity",
           "starts before launch", "outside capture", "broken nesting", "unmatched free")
-TIMED_TABLES = tuple(n for n, spec in TABLES.items() if {"start", "end"} <= {c.name for c in spec.columns})
 
 Finding = tuple[str, str, int, str]  # check, table, count, examples
 
 
-@dataclass(frozen=True)
-class Suspects:
-    """Rows (ascending) of one table that statistics leave out: ``backwards`` (end < start)
-    and ``longer`` (than the capture, None when unknown)."""
-
-    backwards: np.ndarray
-    longer: np.ndarray
-    capture: int | None
-
-
-_SUSPECTS: "weakref.WeakKeyDictionary[Any, dict[str, Suspects]]" = weakref.WeakKeyDictionary()
-
-
-def capture_length(inputs: "Inputs") -> int | None:
-    """The capture's length by ``ANALYSIS_DETAILS``; None without it (or when empty)."""
-    if not inputs.has("analysis"):
-        return None
-    lo, hi = inputs.capture_range()
-    return hi - lo if hi > lo else None
-
-
-def suspects(inputs: "Inputs", name: str, loaded: EventTable | None = None) -> Suspects:
-    """The suspect rows of a table with start and end (cached per report, and in the column
-    cache); ``loaded``, a full load of the table, saves reading its times again when it holds them."""
-    cache = _SUSPECTS.setdefault(inputs.report, {})
-    if name not in cache:
-        capture = capture_length(inputs)
-
-        def build() -> EventTable:
-            has_times = loaded is not None and "start" in loaded and "end" in loaded
-            t = loaded if has_times else inputs.report.load(name, ("start", "end"))
-            end_col = TABLES[name].column("end")
-            ended = True if end_col.required else t["end"] != end_col.fill
-            backwards = np.flatnonzero(ended & (t["end"] < t["start"]))
-            longer = np.flatnonzero(ended & (t["end"] - t["start"] > capture)) if capture is not None else backwards[:0]
-            return EventTable({"row": np.concatenate([backwards, longer]),
-                               "longer": np.repeat([0, 1], [len(backwards), len(longer)])})
-
-        found = inputs.report.derived(f"suspects_{name}_{capture}", ("row", "longer"), (), build)
-        is_longer = found["longer"].astype(bool)
-        cache[name] = Suspects(found["row"][~is_longer], found["row"][is_longer], capture)
-    return cache[name]
-
-
-def without_suspect_events(inputs: "Inputs", name: str, table: EventTable) -> EventTable:
-    """``table`` (a full load of ``name``) without its suspect rows; a note per reason on ``inputs.notes``."""
-    if name not in TIMED_TABLES or not inputs.has(name):
-        return table
-    found = suspects(inputs, name, table)
-    file = inputs.report.path.name
-    reasons = ((found.backwards, "with end < start"), (found.longer, f"longer than the capture ({found.capture} ns)"))
-    for rows, reason in reasons:
-        note = f"{file}: {len(rows)} {name} rows {reason} excluded {KEEP_HINT}"
-        if len(rows) and note not in inputs.notes:
-            inputs.notes.append(note)
-    if not len(found.backwards) and not len(found.longer):
-        return table
-    keep = np.ones(table.rows, bool)
-    keep[found.backwards] = False
-    keep[found.longer] = False
-    return table.take(keep)
-
-
-# -- the checks ---------------------------------------------------------------------------
 def finding(check: str, table: str, selected: np.ndarray, describe: Callable[[int], str]) -> list[Finding]:
     """One finding of the rows ``selected`` (a mask, or ascending rows; none when empty), the
     first few described."""
@@ -241,7 +175,7 @@ def report_check(inputs: "Inputs", options: Mapping[str, Any]) -> dict:
 
 
 CHECK = Rule(
-    name="report_check",
+    name=CHECK_RULE,
     title="Report Data Quality",
     help="Data-quality problems of the report (asys stats --check), one row per failing check and table: "
          + "; ".join(CHECKS) + ". Checks the whole report, ignoring --filter-time and --filter-hgtx.",

@@ -3,7 +3,6 @@ plus a pure compute function. The registry maps names to rules; duplicates fail 
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass, field
 from importlib import import_module
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
@@ -199,6 +198,8 @@ class Registry:
         rule = self._rule(name) if name in self else None
         if rule is None or (command == "analyze") != (rule.command == "analyze"):
             pool = [r.name for r in self if (r.command == "analyze") == (command == "analyze")]
+            import difflib  # for the error only
+
             near = difflib.get_close_matches(name, pool, n=3)
             hint = f" (did you mean {', '.join(near)}?)" if near else f" (see 'asys {command} --help-reports')"
             raise AsysError(f"unknown rule '{name}'{hint}")

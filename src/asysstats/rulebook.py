@@ -7,7 +7,7 @@ is itself imported by rule modules."""
 
 from __future__ import annotations
 
-from asysstats.registry import Registry
+from asysstats.registry import Registry, Rule
 
 # Module of ``asysstats.rules`` -> the names of its ``RULES``, in their order (checked on import).
 RULE_MODULES = {
@@ -49,3 +49,12 @@ REGISTRY = Registry("asysstats.rules", RULE_MODULES)
 # The default `asys stats` set (Nsight's default set, renamed), limited to existing rules.
 DEFAULT_STATS = ("hgtx_sum", "osrt_sum", "hggc_api_sum", "hggc_ppu_kern_sum",
                  "hggc_ppu_mem_time_sum", "hggc_ppu_mem_size_sum")
+
+CHECK_RULE = "report_check"  # `asys stats --check` (also `-r report_check`); not listed among the rules
+
+
+def check_rule() -> Rule:
+    """The rule of ``--check`` (:mod:`asysstats.quality`, imported only when asked for)."""
+    from asysstats.quality import CHECK
+
+    return CHECK

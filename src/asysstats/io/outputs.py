@@ -8,7 +8,6 @@ as ``<report stem>_<rule>.<ext>``; anything else is ``<dir>/<prefix>`` and write
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -63,6 +62,8 @@ def deliver(content: str | bytes | Iterable[bytes | memoryview], dest: Destinati
         except BrokenPipeError as exc:  # raised as our own error, which click does not turn into exit 1
             raise OutputClosed() from exc
     elif dest.kind == PIPE:
+        import subprocess  # only piped output needs it (its import is part of every run's start-up)
+
         sys.stdout.flush()
         command = subprocess.Popen(dest.target, shell=True, stdin=subprocess.PIPE)
         try:

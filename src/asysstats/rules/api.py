@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any, Mapping
 
 import numpy as np
-import regex
 
 from asysstats.compute.distinct import Coded
 from asysstats.engine import Inputs
@@ -17,7 +17,7 @@ from asysstats.rules.summary import Rows, Summary, keyed_frame, stat_columns
 API_COLUMNS = ("start", "end", "globalTid", "correlationId", "nameId")
 # Nsight Systems exports name runtime APIs with the version they appeared in
 # (cudaLaunchKernel_v7000); `nsys stats` prints them without it.
-VERSION_SUFFIX = regex.compile(r"_v[0-9]{4}$")
+VERSION_SUFFIX = re.compile(r"_v[0-9]{4}$")
 
 
 def api_name_key(inputs: Inputs, name_ids: np.ndarray) -> Coded:

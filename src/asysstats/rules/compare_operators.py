@@ -11,10 +11,10 @@ match by name; the ``Summary`` row of the type table comes first.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Mapping
 
 import numpy as np
-import regex
 
 from asysstats.engine import Inputs
 from asysstats.registry import NO_GRAPH_MAPPING, PAIR_INT, PAIR_PERCENT, PAIR_TEXT, Frame
@@ -23,8 +23,8 @@ from asysstats.rules.compare_common import BASE, DEVICE_NAME, EITHER, TARGET, TO
 from asysstats.rules.operators_common import ALL_MERGES, OP, SCOPE, order_by
 from asysstats.rules.operators_summary import OP_SUM, SUM_ORDER, TYPE_SUM
 
-VENDOR = regex.compile(r"(?i)\b(?:AC|CU)(?=BLAS)|\b[PN](?=CCL)")
-LIBRARY_SEGMENT = regex.compile(r"(^| \+ )([^|]+)\|[^|]*\|")
+VENDOR = re.compile(r"(?i)\b(?:AC|CU)(?=BLAS)|\b[PN](?=CCL)")
+LIBRARY_SEGMENT = re.compile(r"(^| \+ )([^|]+)\|[^|]*\|")
 MATCH_KEY = "Match Key"
 
 

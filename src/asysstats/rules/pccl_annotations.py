@@ -8,16 +8,16 @@ factors of nccl-tests (conventions 19).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
-import regex
 
 from asysstats.compute.distinct import distinct
 from asysstats.io.strings import StringPool
 
-DOMAIN = regex.compile(r"(?:NCCL|PCCL):", regex.IGNORECASE)
-OPERATOR = regex.compile(r"[A-Za-z][A-Za-z0-9_]*")
+DOMAIN = re.compile(r"(?:NCCL|PCCL):", re.IGNORECASE)
+OPERATOR = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 PER_RANK_FIELDS = ("r", "b")
 # ncclDataType_t numbering -> element size in bytes
 ELEMENT_SIZE = {0: 1, 1: 1, 2: 4, 3: 4, 4: 8, 5: 8, 6: 2, 7: 4, 8: 8, 9: 2, 10: 1, 11: 1}

@@ -9,10 +9,10 @@ Zero-length kernels never run and are ignored.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Mapping
 
 import numpy as np
-import regex
 
 from asysstats.compute.distinct import distinct
 from asysstats.compute.grouped import group_by, grouped_stats, percentile_sorted, share_percent
@@ -24,7 +24,7 @@ from asysstats.names import demangle
 from asysstats.registry import DEVICE, HGTX_NAME, INT, NAME_OPTIONS, PERCENT, ROWS, TEXT, Column, Rule
 from asysstats.rules.kernels import KERNEL_COLUMNS, kernel_names, on_devices
 
-PCCL_KERNEL = regex.compile(r"\s*(?:void\s+)?(?:pccl|nccl)", regex.IGNORECASE)
+PCCL_KERNEL = re.compile(r"\s*(?:void\s+)?(?:pccl|nccl)", re.IGNORECASE)
 
 
 def pccl_mask(pool: StringPool, kernels: EventTable) -> np.ndarray:
