@@ -170,6 +170,8 @@ class StringPool:
         mapped = self.intern(fn(t) for t in self.lookup(texts))
         if len(texts) < len(uniq):
             mapped = np.concatenate([np.full(len(uniq) - len(texts), MISSING), mapped])
+        if np.all(mapped[1:] > mapped[:-1]):  # distinct and in order already: the codes stand
+            return Coded(mapped, inverse)
         values, code_of_uniq = distinct(mapped)  # distinct texts may map to one string
         return Coded(values, code_of_uniq[inverse])
 
