@@ -19,12 +19,13 @@ from asysstats.errors import AsysError
 from asysstats.io.arrow import lines_bytes, text
 from asysstats.io.csvlines import csv_lines, row_numbers
 from asysstats.io.format import DASH, cells, pair_sides, texts, typed_value
+from asysstats.io.report import release_arrow_memory
 from asysstats.registry import INT, PAIR_INNER, PAIR_TEXT, TEXT
 
 FORMATS = ("column", "csv", "json", "xlsx", "py")
 
 
-CHUNK_ROWS = 1 << 18  # CSV is formatted and written this many rows at a time (bounded memory)
+CHUNK_ROWS = 1 << 16  # CSV is formatted and written this many rows at a time (bounded memory)
 
 
 def _cell_columns(result: Result, decimals: int) -> list[pa.Array]:
@@ -35,7 +36,9 @@ def csv_parts(result: Result, decimals: int = 1) -> Iterator[bytes | memoryview]
     """Header ``Row#,<columns>,``; text always quoted, numbers never; each line ends with ','."""
     yield (",".join(["Row#"] + [c.name for c in result.columns]) + ",\n").encode("utf-8")
     for start in range(0, result.rows, CHUNK_ROWS):
-        yield csv_lines(result, start, min(start + CHUNK_ROWS, result.rows), decimals)
+        lines = csv_lines(result, start, min(start + CHUNK_ROWS, result.rows), decimals)
+        release_arrow_memory()  # the piece's cells, freed: Arrow's allocator would keep them
+        yield lines
 
 
 def to_csv(result: Result, decimals: int = 1) -> str:
