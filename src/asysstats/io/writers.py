@@ -25,7 +25,7 @@ from asysstats.registry import INT, PAIR_INNER, PAIR_TEXT, TEXT
 FORMATS = ("column", "csv", "json", "xlsx", "py")
 
 
-CHUNK_ROWS = 1 << 16  # CSV is formatted and written this many rows at a time (bounded memory)
+CHUNK_ROWS = 1 << 15  # CSV is formatted and written this many rows at a time (bounded memory)
 
 
 def _cell_columns(result: Result, decimals: int) -> list[pa.Array]:
