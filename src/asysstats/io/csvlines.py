@@ -4,9 +4,9 @@ Consecutive columns whose values repeat from row to row (a trace of pairs, where
 columns repeat for each range it is in) are formatted once per run of equal rows. Of the
 others, a column of few distinct values (string ids, small integers) is formatted once per
 distinct value, and a run of such columns once per distinct combination of their values;
-the rest per row. Each run of columns is joined into one piece per line (its cells each
-followed by ','; the last piece of a line by the newline), and one ``take`` lays out the
-pieces of every line.
+the rest per row. The cells of a combination (or run) are joined once and taken for each
+of its rows; one ``binary_join_element_wise`` of the per-row cell arrays writes the lines
+(each cell followed by ',', the line by a newline) into a buffer sized in advance.
 """
 
 from __future__ import annotations

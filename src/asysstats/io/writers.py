@@ -25,7 +25,13 @@ from asysstats.registry import INT, PAIR_INNER, PAIR_TEXT, TEXT
 FORMATS = ("column", "csv", "json", "xlsx", "py")
 
 
-CHUNK_ROWS = 1 << 15  # CSV is formatted and written this many rows at a time (bounded memory)
+CHUNK_ROWS = 1 << 15  # CSV is formatted and written at least this many rows at a time,
+PIECES = 32  # and up to a 32nd of the rows (at most 8 x CHUNK_ROWS): memory in proportion to the result
+
+
+def piece_rows(rows: int) -> int:
+    """Rows of a piece of CSV: fewer, less memory; more, less work per row (per-piece steps)."""
+    return min(max(CHUNK_ROWS, rows // PIECES), 8 * CHUNK_ROWS)
 
 
 def _cell_columns(result: Result, decimals: int) -> list[pa.Array]:
@@ -35,8 +41,9 @@ def _cell_columns(result: Result, decimals: int) -> list[pa.Array]:
 def csv_parts(result: Result, decimals: int = 1) -> Iterator[bytes | memoryview]:
     """Header ``Row#,<columns>,``; text always quoted, numbers never; each line ends with ','."""
     yield (",".join(["Row#"] + [c.name for c in result.columns]) + ",\n").encode("utf-8")
-    for start in range(0, result.rows, CHUNK_ROWS):
-        lines = csv_lines(result, start, min(start + CHUNK_ROWS, result.rows), decimals)
+    step = piece_rows(result.rows)
+    for start in range(0, result.rows, step):
+        lines = csv_lines(result, start, min(start + step, result.rows), decimals)
         release_arrow_memory()  # the piece's cells, freed: Arrow's allocator would keep them
         yield lines
 

@@ -68,7 +68,7 @@ def memcpy_name_ids(inputs: Inputs, copy_kinds: np.ndarray, dst_kinds: np.ndarra
 MISSING = {c.name: NA if c.kind == INT else -1 for c in COLUMNS}  # a cell a table does not have (string id -1)
 
 
-def table_cells(values: np.ndarray, first: int, fill: float) -> Callable[[np.ndarray], np.ndarray]:
+def table_cells(values: np.ndarray, first: int, fill: int | float) -> Callable[[np.ndarray], np.ndarray]:
     """The cells of one table's column at rows of the tables stacked in turn (its rows from
     ``first`` on), ``fill`` at the other tables' rows."""
     def cells(rows: np.ndarray) -> np.ndarray:
