@@ -43,9 +43,8 @@ def csv_parts(result: Result, decimals: int = 1) -> Iterator[bytes | memoryview]
     yield (",".join(["Row#"] + [c.name for c in result.columns]) + ",\n").encode("utf-8")
     step = piece_rows(result.rows)
     for start in range(0, result.rows, step):
-        lines = csv_lines(result, start, min(start + step, result.rows), decimals)
-        release_arrow_memory()  # the piece's cells, freed: Arrow's allocator would keep them
-        yield lines
+        release_arrow_memory()  # what the rule and the last piece freed: Arrow's allocator would keep it
+        yield csv_lines(result, start, min(start + step, result.rows), decimals)
 
 
 def to_csv(result: Result, decimals: int = 1) -> str:
