@@ -25,8 +25,8 @@ from asysstats.registry import INT, PAIR_INNER, PAIR_TEXT, TEXT
 FORMATS = ("column", "csv", "json", "xlsx", "py")
 
 
-CHUNK_ROWS = 1 << 15  # CSV is formatted and written at least this many rows at a time,
-PIECES = 32  # and up to a 32nd of the rows (at most 8 x CHUNK_ROWS): memory in proportion to the result
+CHUNK_ROWS = 1 << 15  # the smallest piece of CSV formatted and written at a time (bounded memory)
+PIECES = 32  # a piece is a 32nd of the rows, from CHUNK_ROWS to 8 x CHUNK_ROWS: memory in proportion to the result
 
 
 def piece_rows(rows: int) -> int:
