@@ -41,3 +41,11 @@ def test_a_gathered_slice_is_the_gathered_rows():
     assert len(column) == 4 and column[1:3].tolist() == [30, 10]
     assert np.asarray(column, dtype=np.float64).tolist() == [30.0, 30.0, 10.0, 20.0]
     assert isinstance(Result(RULE, RULE.columns, {"Id": column, "Name": column}, StringPool()).rows, int)
+
+
+def test_a_gathered_function_is_computed_for_the_rows_read():
+    start, end = np.array([5, 10, 20]), np.array([6, 15, 40])
+    asked = []
+    column = Gathered(lambda rows: asked.append(rows.tolist()) or end[rows] - start[rows], np.array([2, 0, 1, 2]))
+    assert column[1:3].tolist() == [1, 5] and asked == [[0, 1]]
+    assert np.asarray(column).tolist() == [20, 1, 5, 20]

@@ -112,6 +112,12 @@ def test_csv_of_many_rows_streams_in_chunks_equal_to_one_piece(monkeypatch):
     assert whole.splitlines()[2] == '2,1,"n""1",'
 
 
+def test_csv_pieces_are_a_32nd_of_the_rows_within_bounds():
+    assert writers.piece_rows(10) == writers.CHUNK_ROWS == 32_768
+    assert writers.piece_rows(32 * 100_000 + 5) == 100_000
+    assert writers.piece_rows(10 ** 9) == 262_144
+
+
 def test_missing_output_directory_is_an_error(report, tmp_path):
     run = run_cli("stats", "-r", "hggc_ppu_kern_sum", "-o", tmp_path / "nowhere" / "x", report)
     assert run.code == 2 and "does not exist" in run.err

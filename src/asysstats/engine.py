@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 import pyarrow as pa
@@ -148,22 +148,25 @@ def derived_names(columns: list[str]) -> list[str]:
 
 
 class Gathered:
-    """A frame column ``values[rows]``, gathered only when read, a slice at a time: a trace
-    that repeats a table's cells for each of its pairs keeps one index, not a copy per column."""
+    """A frame column ``values[rows]``, or ``values(rows)`` for a function of row indices (a
+    column derived per row, such as end - start), gathered only when read, a slice at a time:
+    a trace keeps one index, not a permuted copy per column."""
 
     __slots__ = ("values", "rows")
 
-    def __init__(self, values: np.ndarray, rows: np.ndarray) -> None:
+    def __init__(self, values: np.ndarray | Callable[[np.ndarray], np.ndarray], rows: np.ndarray) -> None:
         self.values, self.rows = values, rows
 
     def __len__(self) -> int:
         return len(self.rows)
 
     def __getitem__(self, key: slice) -> np.ndarray:
-        return self.values[self.rows[key]]
+        rows = self.rows[key]
+        return self.values(rows) if callable(self.values) else self.values[rows]
 
     def __array__(self, dtype: np.dtype | None = None, copy: bool | None = None) -> np.ndarray:
-        return self.values[self.rows] if dtype is None else self.values[self.rows].astype(dtype, copy=False)
+        values = self[:]
+        return values if dtype is None else values.astype(dtype, copy=False)
 
 
 @dataclass

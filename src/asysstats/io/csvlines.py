@@ -4,9 +4,9 @@ Consecutive columns whose values repeat from row to row (a trace of pairs, where
 columns repeat for each range it is in) are formatted once per run of equal rows. Of the
 others, a column of few distinct values (string ids, small integers) is formatted once per
 distinct value, and a run of such columns once per distinct combination of their values;
-the rest per row. Each run of columns is joined into one piece per line (its cells each
-followed by ','; the last piece of a line by the newline), and one ``take`` lays out the
-pieces of every line.
+the rest per row. The cells of a combination (or run) are joined once and taken for each
+of its rows; one ``binary_join_element_wise`` of the per-row cell arrays writes the lines
+(each cell followed by ',', the line by a newline) into a buffer sized in advance.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from asysstats.io.format import as_integers, cells, few_values, integer_cells
 from asysstats.io.strings import StringPool
 from asysstats.registry import INT, TEXT, Column
 
+COMMA, NEWLINE = text(","), text("\n")
 RUN_SHARE = 2  # columns are formatted per run of equal rows while the runs are at most 1 / RUN_SHARE of the rows
 
 
@@ -39,7 +40,6 @@ class Piece(NamedTuple):
 
 def csv_lines(result: Result, start: int, stop: int, decimals: int) -> memoryview:
     """``Row#,<cells>,`` and a newline for each row in ``[start, stop)``."""
-    rows = stop - start
     values = [result.frame[c.name][start:stop] for c in result.columns]
     codings = [coding(c.kind, v) for c, v in zip(result.columns, values)]
     columns = [Piece([row_numbers(start, stop)])]
@@ -51,24 +51,16 @@ def csv_lines(result: Result, start: int, stop: int, decimals: int) -> memoryvie
             columns.append(run_cells(result.columns[first:last], values[first:last], changed, result.strings,
                                      decimals))
     del values
-    pieces = []
+    line = []  # the cells of the lines in order, each array one cell per row
     for kind, run in groupby(columns, key=lambda c: "runs" if c.runs else c.codes is not None):
         same = list(run)
-        pieces += same if kind == "runs" else combined(same) if kind else [Piece([c for p in same for c in p.cells])]
-    ends = [text("")] * (len(pieces) - 1) + [text("\n")]
-    lines = [pc.binary_join_element_wise(*p.cells, end, text(",")) for p, end in zip(pieces, ends)]
-    codes = [p.codes for p in pieces]
-    del pieces, columns  # their cells are no longer needed while the lines are laid out
-    if len(lines) == 1 and codes[0] is None:
-        return text_bytes(lines[0])
-    index = np.empty((rows, len(lines)), dtype=np.int64)
-    first = 0
-    for column, (line, code) in enumerate(zip(lines, codes)):
-        index[:, column] = first + (np.arange(rows) if code is None else code)
-        first += len(line)
-    vocabulary = pa.concat_arrays(lines)
-    del lines
-    return text_bytes(vocabulary.take(from_numpy(index.reshape(-1))))
+        for piece in same if kind == "runs" else combined(same) if kind else same:
+            if piece.codes is None:
+                line += piece.cells
+            else:  # joined once per distinct combination (or run), then laid out per row
+                line.append(pc.binary_join_element_wise(*piece.cells, COMMA).take(from_numpy(piece.codes)))
+    del columns
+    return text_bytes(pc.binary_join_element_wise(*line, NEWLINE, COMMA))
 
 
 def row_numbers(start: int, stop: int) -> pa.Array:

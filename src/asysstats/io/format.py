@@ -19,6 +19,8 @@ from asysstats.registry import DECIMAL, INT, PAIR_INNER, PERCENT, RATIO, TEXT
 
 DASH = "-"
 PAIR_SEPARATOR = " / "
+QUOTE, NOTHING = text('"'), text("")
+MISSING_CELL = {False: text(DASH), True: text(f'"{DASH}"')}  # by csv
 
 
 def is_missing(values: np.ndarray) -> np.ndarray:
@@ -96,7 +98,7 @@ def integer_cells(ints: np.ndarray, missing: np.ndarray, csv: bool = False, few:
 
 def with_dashes(cells: pa.Array, missing: np.ndarray, csv: bool) -> pa.Array:
     """``cells`` with the missing ones ``-`` (``"-"`` in CSV)."""
-    return pc.if_else(from_numpy(missing), text(f'"{DASH}"' if csv else DASH), cells) if missing.any() else cells
+    return pc.if_else(from_numpy(missing), MISSING_CELL[csv], cells) if missing.any() else cells
 
 
 def integer_text(values: np.ndarray) -> pa.Array:
@@ -156,7 +158,7 @@ def pair_sides(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def quoted(array: pa.Array) -> pa.Array:
     """CSV text cell: always double-quoted, embedded quotes doubled (conventions 7)."""
     escaped = pc.replace_substring(array, '"', '""')
-    return pc.binary_join_element_wise(text('"'), escaped, text('"'), text(""))
+    return pc.binary_join_element_wise(QUOTE, escaped, QUOTE, NOTHING)
 
 
 def typed_value(kind: str, value: object, decimals: int = 1) -> object:

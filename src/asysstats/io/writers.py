@@ -19,12 +19,19 @@ from asysstats.errors import AsysError
 from asysstats.io.arrow import lines_bytes, text
 from asysstats.io.csvlines import csv_lines, row_numbers
 from asysstats.io.format import DASH, cells, pair_sides, texts, typed_value
+from asysstats.io.report import release_arrow_memory
 from asysstats.registry import INT, PAIR_INNER, PAIR_TEXT, TEXT
 
 FORMATS = ("column", "csv", "json", "xlsx", "py")
 
 
-CHUNK_ROWS = 1 << 18  # CSV is formatted and written this many rows at a time (bounded memory)
+CHUNK_ROWS = 1 << 15  # the smallest piece of CSV formatted and written at a time (bounded memory)
+PIECES = 32  # a piece is a 32nd of the rows, from CHUNK_ROWS to 8 x CHUNK_ROWS: memory in proportion to the result
+
+
+def piece_rows(rows: int) -> int:
+    """Rows of a piece of CSV: fewer, less memory; more, less work per row (per-piece steps)."""
+    return min(max(CHUNK_ROWS, rows // PIECES), 8 * CHUNK_ROWS)
 
 
 def _cell_columns(result: Result, decimals: int) -> list[pa.Array]:
@@ -34,8 +41,10 @@ def _cell_columns(result: Result, decimals: int) -> list[pa.Array]:
 def csv_parts(result: Result, decimals: int = 1) -> Iterator[bytes | memoryview]:
     """Header ``Row#,<columns>,``; text always quoted, numbers never; each line ends with ','."""
     yield (",".join(["Row#"] + [c.name for c in result.columns]) + ",\n").encode("utf-8")
-    for start in range(0, result.rows, CHUNK_ROWS):
-        yield csv_lines(result, start, min(start + CHUNK_ROWS, result.rows), decimals)
+    step = piece_rows(result.rows)
+    for start in range(0, result.rows, step):
+        release_arrow_memory()  # what the rule and the last piece freed: Arrow's allocator would keep it
+        yield csv_lines(result, start, min(start + step, result.rows), decimals)
 
 
 def to_csv(result: Result, decimals: int = 1) -> str:

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from asysstats.compute.distinct import Coded
-from asysstats.engine import Inputs
+from asysstats.compute.distinct import Coded, distinct
+from asysstats.engine import Gathered, Inputs
 from asysstats.io.schema import NSYS
 from asysstats.registry import INT, ROWS, TEXT, Column, Rule
 from asysstats.rules.activity import row_index, take_or_na
@@ -32,11 +32,11 @@ def api_name_ids(inputs: Inputs, name_ids: np.ndarray) -> np.ndarray:
     return api_name_key(inputs, name_ids).rows()
 
 
-def thread_name_ids(inputs: Inputs, global_tids: np.ndarray) -> np.ndarray:
-    """Name id of each thread (``ThreadNames``), -1 for an unnamed thread."""
+def thread_names(inputs: Inputs) -> Callable[[np.ndarray], np.ndarray]:
+    """The name id of each of some global thread ids (``ThreadNames``), -1 for an unnamed thread."""
     threads = inputs.table("threads", ("globalTid", "nameId"))
-    rows = row_index([threads["globalTid"]], [global_tids])
-    return take_or_na(inputs.strings.canonical(threads["nameId"]), rows, missing=-1)
+    names = inputs.strings.canonical(threads["nameId"])
+    return lambda global_tids: take_or_na(names, row_index([threads["globalTid"]], [global_tids]), missing=-1)
 
 
 SUM_COLUMNS = stat_columns("calls to this function", count="Num Calls") + (
@@ -64,13 +64,18 @@ TRACE_COLUMNS = (
 
 def api_trace(inputs: Inputs, options: Mapping[str, Any]) -> dict:
     calls = inputs.table("runtime", API_COLUMNS)
-    names = api_name_ids(inputs, calls["nameId"])
-    rank = inputs.strings.sort_rank(names)
+    ids, inverse = distinct(calls["nameId"])
+    names = api_name_ids(inputs, ids)  # of each distinct name id
+    rank = inputs.strings.sort_rank(names)[inverse]
+    del inverse
     order = np.lexsort((calls["correlationId"], calls["tid"], calls["pid"], calls["end"], rank, calls["start"]))
-    calls = calls.take(order)
-    return dict(zip((c.name for c in TRACE_COLUMNS), (
-        calls["start"], calls["end"] - calls["start"], names[order], calls["correlationId"],
-        calls["pid"], calls["tid"], thread_name_ids(inputs, calls["globalTid"]))))
+    del rank
+    thread_name_ids = thread_names(inputs)
+    return dict(zip((c.name for c in TRACE_COLUMNS), (  # gathered in order as written: no sorted copies
+        Gathered(calls["start"], order), Gathered(lambda rows: calls["end"][rows] - calls["start"][rows], order),
+        Gathered(lambda rows: names[np.searchsorted(ids, calls["nameId"][rows])], order),
+        Gathered(calls["correlationId"], order), Gathered(calls["pid"], order), Gathered(calls["tid"], order),
+        Gathered(lambda rows: thread_name_ids(calls["globalTid"][rows]), order))))
 
 
 API_SUM = Rule(

@@ -8,13 +8,13 @@ destination memory kind is lower-case (``Memcpy HtoD (device)``).
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
 from asysstats.compute.grouped import dense_group_ids
-from asysstats.engine import Inputs
-from asysstats.io.tables import NA
+from asysstats.engine import Gathered, Inputs
+from asysstats.io.tables import NA, EventTable
 from asysstats.registry import HGTX_NAME, INT, NAME_OPTIONS, ROWS, TEXT, Column, Rule
 from asysstats.rules.activity import device_label_ids, kind_label_ids, kind_labels
 from asysstats.rules.kernels import KERNEL_COLUMNS, kernel_names
@@ -65,44 +65,53 @@ def memcpy_name_ids(inputs: Inputs, copy_kinds: np.ndarray, dst_kinds: np.ndarra
     return ids[inverse] if len(ids) else np.empty(0, np.int64)
 
 
-EMPTY = {c.name: (np.nan, np.float64) if c.name == "Throughput (B/s)" else (NA if c.kind == INT else -1, np.int64)
-         for c in COLUMNS if c.name != "Device"}  # the device label is made last, from "_device"
+MISSING = {c.name: NA if c.kind == INT else -1 for c in COLUMNS}  # a cell a table does not have (string id -1)
 
 
-def part(table, name_ids: np.ndarray, **cells: np.ndarray) -> dict[str, np.ndarray]:
-    """One activity kind's rows as output columns (cells it does not give are missing)."""
-    cells.update({"Start (ns)": table["start"], "Duration (ns)": table["end"] - table["start"],
-                  "CorrId": table["correlationId"], "Ctx": table["contextId"], "Strm": table["streamId"],
-                  "Name": name_ids})
-    return {name: cells[name] if name in cells else np.full(table.rows, fill, dtype=dtype)
-            for name, (fill, dtype) in EMPTY.items()} | {"_device": table["deviceId"]}
+def table_cells(values: np.ndarray, first: int, fill: int | float) -> Callable[[np.ndarray], np.ndarray]:
+    """The cells of one table's column at rows of the tables stacked in turn (its rows from
+    ``first`` on), ``fill`` at the other tables' rows."""
+    def cells(rows: np.ndarray) -> np.ndarray:
+        if not len(values):
+            return np.full(len(rows), fill, dtype=values.dtype)
+        local = rows - first
+        inside = (local >= 0) & (local < len(values))
+        return np.where(inside, values[np.where(inside, local, 0)], fill)
+    return cells
 
 
-def memory_cells(table) -> dict[str, np.ndarray]:
-    duration = (table["end"] - table["start"]).astype(np.float64)
+def memory_cells(inputs: Inputs, memcpy: EventTable, memset: EventTable) -> dict[str, np.ndarray]:
+    """The cells of memcpy, then memset, rows that kernels do not have."""
+    stacked = {"Bytes (bytes)": np.concatenate([memcpy["bytes"], memset["bytes"]])}
+    duration = np.concatenate([memcpy["end"] - memcpy["start"], memset["end"] - memset["start"]]).astype(np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
-        throughput = np.where(duration > 0, table["bytes"] * 1e9 / duration, np.nan)
-    return {"Bytes (bytes)": table["bytes"], "Throughput (B/s)": throughput}
+        stacked["Throughput (B/s)"] = np.where(duration > 0, stacked["Bytes (bytes)"] * 1e9 / duration, np.nan)
+    stacked["SrcMemKd"] = kind_label_ids(inputs, "mem_kinds", np.concatenate([memcpy["srcKind"], memset["memKind"]]))
+    stacked["DstMemKd"] = np.concatenate([kind_label_ids(inputs, "mem_kinds", memcpy["dstKind"]),
+                                          np.full(memset.rows, -1, np.int64)])
+    return stacked
 
 
 def ppu_trace(inputs: Inputs, options: Mapping[str, Any]) -> dict:
     kernels = inputs.table("kernels", KERNEL_COLUMNS + ("contextId", "streamId") + tuple(KERNEL_FIELDS.values()))
     memcpy = inputs.table("memcpy", COMMON + ("bytes", "copyKind", "srcKind", "dstKind"))
     memset = inputs.table("memset", COMMON + ("bytes", "memKind"))
-    parts = [
-        part(kernels, kernel_names(inputs, kernels, options), **{k: kernels[v] for k, v in KERNEL_FIELDS.items()}),
-        part(memcpy, memcpy_name_ids(inputs, memcpy["copyKind"], memcpy["dstKind"]), **memory_cells(memcpy),
-             SrcMemKd=kind_label_ids(inputs, "mem_kinds", memcpy["srcKind"]),
-             DstMemKd=kind_label_ids(inputs, "mem_kinds", memcpy["dstKind"])),
-        part(memset, np.repeat(inputs.strings.intern(["Memset"]), memset.rows), **memory_cells(memset),
-             SrcMemKd=kind_label_ids(inputs, "mem_kinds", memset["memKind"])),
-    ]
-    frame = {name: np.concatenate([p[name] for p in parts]) for name in parts[0]}
-    rank = inputs.strings.sort_rank(frame["Name"])
-    order = np.lexsort((frame["CorrId"], frame["Strm"], frame["_device"], rank, frame["Start (ns)"]))
-    frame = {name: values[order] for name, values in frame.items()}
-    frame["Device"] = device_label_ids(inputs, frame.pop("_device"))
-    return frame
+    tables = (kernels, memcpy, memset)  # stacked in turn: the columns all three have, the others by row
+    stacked = {name: np.concatenate([t[name] for t in tables]) for name in COMMON}
+    names = np.concatenate([kernel_names(inputs, kernels, options),
+                            memcpy_name_ids(inputs, memcpy["copyKind"], memcpy["dstKind"]),
+                            np.repeat(inputs.strings.intern(["Memset"]), memset.rows)])
+    order = np.lexsort((stacked["correlationId"], stacked["streamId"], stacked["deviceId"],
+                        inputs.strings.sort_rank(names), stacked["start"]))
+    start, end = stacked["start"], stacked["end"]
+    columns: dict[str, Any] = {
+        "Start (ns)": start, "Duration (ns)": lambda rows: end[rows] - start[rows], "CorrId": stacked["correlationId"],
+        "Device": device_label_ids(inputs, stacked.pop("deviceId")), "Ctx": stacked["contextId"],
+        "Strm": stacked["streamId"], "Name": names}
+    columns |= {name: table_cells(kernels[field], 0, NA) for name, field in KERNEL_FIELDS.items()}
+    columns |= {name: table_cells(values, kernels.rows, np.nan if values.dtype.kind == "f" else MISSING[name])
+                for name, values in memory_cells(inputs, memcpy, memset).items()}
+    return {name: Gathered(values, order) for name, values in columns.items()}  # gathered as written
 
 
 PPU_TRACE = Rule(
