@@ -8,6 +8,7 @@ The database is opened with ``mode=ro``; nothing is ever written next to or into
 from __future__ import annotations
 
 import atexit
+import contextlib
 import ctypes
 import functools
 import os
@@ -17,7 +18,7 @@ import tempfile
 import urllib.parse
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -155,10 +156,8 @@ class Report:
         types = dict.fromkeys(columns, np.dtype(np.int64))
         found = self._column_cache.get_table(table, types, text, self.strings)
         if found is None or len(found) != len(columns):
-            loaded = set(self._cache)
-            built = build()
-            for key in set(self._cache) - loaded:
-                del self._cache[key]
+            with self.transient():
+                built = build()
             self._column_cache.put_table(table, {c: built[c] for c in columns}, text, self.strings)
             found = self._column_cache.get_table(table, types, text, self.strings)
             if found is None or len(found) != len(columns):  # not stored (a read-only cache folder)
@@ -166,6 +165,19 @@ class Report:
             del built
             release_arrow_memory()
         return EventTable(found)
+
+    @contextlib.contextmanager
+    def transient(self) -> Iterator[None]:
+        """Tables first loaded inside the block are not kept after it, when the column cache
+        can map them again at once (without one, reading them again would take seconds)."""
+        loaded = set(self._cache)
+        try:
+            yield
+        finally:
+            if self._column_cache is not None:
+                for key in set(self._cache) - loaded:
+                    del self._cache[key]
+                release_arrow_memory()
 
     # -- loading ---------------------------------------------------------------------
     def load(self, logical: str, columns: Sequence[str] = ()) -> EventTable:
