@@ -97,24 +97,27 @@ class Analysis:
 
 
 def analyse(inputs: Inputs, options: Mapping[str, Any], mode: str = "demangled") -> Analysis:
-    """Recognise, correlate and rank the operators of one report (``mode``: kernel names)."""
+    """Recognise, correlate and rank the operators of one report (``mode``: kernel names).
+    The tables it loads are not kept: what it needs of them, it holds."""
     inputs.require("kernels", "memcpy", "memset")
     rules = custom_rules(inputs.settings.ppu_op_config)
     types = type_filter(options.get("op"), rules)
     graph = not options.get("no-graph-mapping", False)
-    every = load_activities(inputs, options.get("device"), mode)
-    launch = launch_rows(runtime_calls(inputs.report), every)
-    keep = range_filter(inputs, every, options, graph, launch)
-    acts = every if keep.all() else every.take(keep)  # no copy of every activity when none is left out
-    del every
-    ktype, kcustom = classify_kernels(inputs.strings, np.where(acts["kind"] == 0, acts["raw"], -1), rules, types)
-    acts = acts.with_columns(ktype=ktype, kcustom=kcustom)
-    ops, texts, parsed = operator_ranges(inputs, rules, types, options)
-    pairs = operator_pairs(inputs, ops, acts, graph, launch[keep])
-    acts = EventTable({k: v for k, v in acts.items() if k != "graphNodeId"})  # read by the correlation only
-    merged_into = np.arange(ops.rows)
-    if not options.get(PREFILL_DECODE_OPTION, False):
-        ops, texts, merged_into = merge_prefill_decode(inputs, ops, texts, parsed, launch)
+    with inputs.report.transient():
+        every = load_activities(inputs, options.get("device"), mode)
+        launch = launch_rows(runtime_calls(inputs.report), every)
+        keep = range_filter(inputs, every, options, graph, launch)
+        acts = every if keep.all() else every.take(keep)  # no copy of every activity when none is left out
+        del every
+        ktype, kcustom = classify_kernels(inputs.strings, np.where(acts["kind"] == 0, acts["raw"], -1), rules, types)
+        acts = acts.with_columns(ktype=ktype, kcustom=kcustom)
+        ops, texts, parsed = operator_ranges(inputs, rules, types, options)
+        pairs = operator_pairs(inputs, ops, acts, graph, launch[keep])
+        acts = EventTable({k: v for k, v in acts.items() if k != "graphNodeId"})  # read by the correlation only
+        merged_into = np.arange(ops.rows)
+        if not options.get(PREFILL_DECODE_OPTION, False):
+            ops, texts, merged_into = merge_prefill_decode(inputs, ops, texts, parsed, launch)
+        del launch
     return Analysis(inputs, acts, ops, texts, parsed, pairs, merged_into, types)
 
 
