@@ -15,6 +15,7 @@ from asysstats.errors import MissingData
 from asysstats.io.arrow import from_numpy, one_chunk
 from asysstats.io.cache import ColumnCache, cache_root
 from asysstats.io.report import open_report
+from asysstats.io.tables import EventTable
 from asysstats.io.writers import render
 from asysstats.rulebook import REGISTRY
 from asysstats.synth.writer import ReportWriter
@@ -111,3 +112,39 @@ def test_a_single_chunk_column_is_not_copied_when_read_or_cached():
     assert one_chunk(column).buffers()[1].address == column.chunk(0).buffers()[1].address
     assert one_chunk(pa.chunked_array([from_numpy(np.arange(3)), from_numpy(np.arange(2))])).to_pylist() == \
         [0, 1, 2, 0, 1]
+
+
+def test_tables_loaded_inside_transient_are_loaded_anew_after_it(tmp_path):
+    """With a column cache, what a ``transient`` block loads is dropped at its end (mapped again
+    when asked for); what was loaded before stays; without a cache every load stays."""
+    path = tmp_path / "sample.asysrep"
+    shutil.copyfile(SAMPLE, path)
+    report = open_report(path)
+    before = report.load("kernels", ("start",))
+    with report.transient():
+        inside = report.load("kernels", ("end",))
+        assert report.load("kernels", ("end",)) is inside
+    assert report.load("kernels", ("start",)) is before
+    again = report.load("kernels", ("end",))
+    assert again is not inside and again.rows == 3488 and np.array_equal(again["end"], inside["end"])
+    uncached = open_report(path, cache=False)
+    with uncached.transient():
+        inside = uncached.load("kernels", ("end",))
+    assert uncached.load("kernels", ("end",)) is inside
+
+
+def test_a_derived_table_is_read_back_as_built_without_the_loads_that_built_it(tmp_path):
+    path = tmp_path / "sample.asysrep"
+    shutil.copyfile(SAMPLE, path)
+    report, used = open_report(path), []
+
+    def lengths() -> EventTable:
+        used.append(report.load("kernels", ("start", "end")))
+        return EventTable({"length": used[-1]["end"] - used[-1]["start"]})
+
+    table = report.derived("lengths", ("length",), (), lengths)
+    expected = used[0]["end"] - used[0]["start"]
+    assert np.array_equal(table["length"], expected) and int(table["length"].sum()) == int(expected.sum()) > 0
+    assert report.load("kernels", ("start", "end")) is not used[0]
+    again = open_report(path).derived("lengths", ("length",), (), lengths)
+    assert len(used) == 1 and np.array_equal(again["length"], expected)

@@ -4,18 +4,24 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
+import numpy as np
 import pytest
 
+from asysstats.engine import Inputs
 from asysstats.errors import AsysError
+from asysstats.io.report import open_report
 from asysstats.io.strings import StringPool
-from asysstats.operators.catalog import find_device, read_device_spec
+from asysstats.operators.catalog import PEAK_FIELDS, find_device, read_device_spec
 from asysstats.operators.merge import merge_key
-from asysstats.operators.model import attention_work, gemm_work, moe_work
+from asysstats.operators.model import DEFAULT_FIELD, attention_work, device_peaks, gemm_work, moe_work, peak_arrays
 from asysstats.operators.parsers import parse_builtin
 from asysstats.operators.recognise import classify_kernels, type_filter
 from conftest import run_cli
 from test_operators_breakdown import build as deepgemm_report
+
+SAMPLE = Path(__file__).resolve().parents[1] / "examples" / "sample.asysrep"
 
 
 def parse(text: str, domain: str | None = None):
@@ -142,3 +148,15 @@ def test_bad_device_spec_files(tmp_path, content, message):
         read_device_spec(str(spec))
     run = run_cli("stats", "-r", "ppu_op_sum", "--device-spec", spec, spec)
     assert run.code == 2 and run.err.count("\n") == 1 and "--device-spec" in run.err
+
+
+def test_peak_arrays_read_each_rows_peak_field_on_its_device():
+    inputs = Inputs(open_report(SAMPLE))
+    table = device_peaks(inputs)
+    assert PEAK_FIELDS[DEFAULT_FIELD] == "bf16" and table[1]["fp32"] == 34.75e12 and table[0]["int8"] == 278e12
+    fields = np.array([PEAK_FIELDS.index("fp32"), DEFAULT_FIELD, PEAK_FIELDS.index("int8")])
+    flops, bandwidth = peak_arrays(inputs, np.array([1, 0, 0]), fields, np.ones(3, dtype=bool))
+    assert flops.tolist() == [34.75e12, 139e12, 278e12] and bandwidth.tolist() == [2.7648e12] * 3 and not inputs.notes
+    flops, _ = peak_arrays(inputs, np.array([2, 2]), np.array([PEAK_FIELDS.index("fp8"), DEFAULT_FIELD]),
+                           np.array([True, True]))
+    assert math.isnan(flops[0]) and flops[1] == 139e12 and len(inputs.notes) == 1  # the sample lists no fp8 peak

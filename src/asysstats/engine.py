@@ -9,7 +9,7 @@ import numpy as np
 import pyarrow as pa
 
 from asysstats.errors import AsysError, MissingData
-from asysstats.io.report import Report
+from asysstats.io.report import Report, release_arrow_memory
 from asysstats.io.schema import NSYS, TABLES
 from asysstats.io.strings import StringPool
 from asysstats.io.tables import EventTable, empty_table
@@ -184,11 +184,14 @@ class Result:
 
 
 def run_rule(rule: Rule, options: Mapping[str, Any], inputs: Inputs | tuple[Inputs, ...]) -> Result:
-    """Check the data exists, compute, then apply the common ``rows`` and ``column`` options."""
+    """Check the data exists, compute, then apply the common ``rows`` and ``column`` options.
+    What the computation freed goes back to the system before the table is written."""
     sides = inputs if isinstance(inputs, tuple) else (inputs,)
     for side in sides:
         side.require(*rule.required_tables)
-    return shaped(rule, options, rule.compute(inputs, options), sides[0].strings)
+    frame = rule.compute(inputs, options)
+    release_arrow_memory()
+    return shaped(rule, options, frame, sides[0].strings)
 
 
 def shaped(rule: Rule, options: Mapping[str, Any], frame: Frame, strings: StringPool) -> Result:

@@ -8,6 +8,7 @@ Field mapping, rounding and what is counted: docs/kineto.md.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -100,6 +101,10 @@ class KinetoReport:
                 build: Callable[[], EventTable]) -> EventTable:
         """A table computed from the report's tables (not cached: see ``Report.derived``)."""
         return build()
+
+    def transient(self) -> contextlib.AbstractContextManager[None]:
+        """Loads inside the block are kept (see ``Report.transient``): the trace's tables stay in memory anyway."""
+        return contextlib.nullcontext()
 
     def has(self, logical: str) -> bool:
         return logical in self._tables

@@ -8,6 +8,9 @@ The database is opened with ``mode=ro``; nothing is ever written next to or into
 from __future__ import annotations
 
 import atexit
+import contextlib
+import ctypes
+import functools
 import os
 import shutil
 import sqlite3
@@ -15,7 +18,7 @@ import tempfile
 import urllib.parse
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -144,17 +147,37 @@ class Report:
     def derived(self, name: str, columns: Sequence[str], text: Sequence[str],
                 build: Callable[[], EventTable]) -> EventTable:
         """A table of int64 ``columns`` computed from the report by ``build`` (the ``text``
-        columns hold string ids), kept in the column cache so that later runs skip the work."""
+        columns hold string ids), kept in the column cache so that later runs skip the work.
+        Once stored, it is returned as the cache maps it (only the columns read take memory),
+        and the tables loaded only to build it are not kept."""
         if self._column_cache is None:
             return build()
         table = f"derived{DERIVED_FORMAT}.{name}"
-        found = self._column_cache.get_table(table, dict.fromkeys(columns, np.dtype(np.int64)), text, self.strings)
-        if found is not None and len(found) == len(columns):
-            return EventTable(found)
-        built = build()
-        self._column_cache.put_table(table, {c: built[c] for c in columns}, text, self.strings)
-        release_arrow_memory()
-        return built
+        types = dict.fromkeys(columns, np.dtype(np.int64))
+        found = self._column_cache.get_table(table, types, text, self.strings)
+        if found is None or len(found) != len(columns):
+            with self.transient():
+                built = build()
+            self._column_cache.put_table(table, {c: built[c] for c in columns}, text, self.strings)
+            found = self._column_cache.get_table(table, types, text, self.strings)
+            if found is None or len(found) != len(columns):  # not stored (a read-only cache folder)
+                found = {c: built[c] for c in columns}
+            del built
+            release_arrow_memory()
+        return EventTable(found)
+
+    @contextlib.contextmanager
+    def transient(self) -> Iterator[None]:
+        """Tables first loaded inside the block are not kept after it, when the column cache
+        can map them again at once (without one, reading them again would take seconds)."""
+        loaded = set(self._cache)
+        try:
+            yield
+        finally:
+            if self._column_cache is not None:
+                for key in set(self._cache) - loaded:
+                    del self._cache[key]
+                release_arrow_memory()
 
     # -- loading ---------------------------------------------------------------------
     def load(self, logical: str, columns: Sequence[str] = ()) -> EventTable:
@@ -302,9 +325,23 @@ def starts_with(path: Path, magic: bytes) -> bool:
 
 
 def release_arrow_memory() -> None:
-    """Give the buffers Arrow freed back to the system: its allocator keeps them for reuse, and
-    a load's read slices, casts and encodings would stay in the process's peak (a fifth of it)."""
+    """Give freed memory back to the system: the buffers Arrow's allocator keeps for reuse (a
+    load's read slices, casts and encodings: a fifth of the peak), and the free pages of the C
+    heap, where glibc serves numpy arrays of up to 32 MB once freed ones have raised its mmap
+    threshold (the arrays of a finished phase would stay in the peak of the next)."""
     pa.default_memory_pool().release_unused()
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
+
+
+@functools.cache
+def _malloc_trim() -> Callable[[int], int] | None:
+    """glibc's ``malloc_trim``; None elsewhere (macOS, musl)."""
+    try:
+        return ctypes.CDLL(None).malloc_trim
+    except (AttributeError, OSError, TypeError):
+        return None
 
 
 def derive_ids(table: EventTable) -> EventTable:

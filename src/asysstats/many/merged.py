@@ -11,6 +11,7 @@ stop), the earliest session start, one row per enumeration id.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from dataclasses import dataclass
@@ -66,6 +67,10 @@ class MergedReport:
                 build: Callable[[], EventTable]) -> EventTable:
         """A table computed from the report's tables (not cached: see ``Report.derived``)."""
         return build()
+
+    def transient(self) -> contextlib.AbstractContextManager[None]:
+        """Loads inside the block are kept (see ``Report.transient``): loading again gathers from every report."""
+        return contextlib.nullcontext()
 
     def has(self, logical: str) -> bool:
         return any(logical in m.info.physical for m in self.members)

@@ -28,25 +28,32 @@ COLUMNS = ("start", "end", "deviceId", "contextId", "streamId", "correlationId",
 
 
 def load_activities(inputs: Inputs, devices: tuple[int, ...] | None, mode: str = "demangled") -> EventTable:
-    """Every PPU activity inside the PPU-side window on the selected devices."""
-    parts, offset = [], 0
+    """Every PPU activity inside the PPU-side window on the selected devices, in one table
+    (the tables it is made of are not kept)."""
+    with inputs.report.transient():
+        parts, offset = [], 0
+        for kind, name in enumerate(PPU_KINDS):
+            if inputs.has(name):
+                parts.append(activity_part(inputs, kind, name, devices, mode, offset))
+                offset += inputs.report.load(name, ("start",)).rows
+        return EventTable.concat(parts) if parts else empty_table(list(COLUMNS))
+
+
+def activity_part(inputs: Inputs, kind: int, name: str, devices: tuple[int, ...] | None, mode: str,
+                  offset: int) -> EventTable:
+    """The ``COLUMNS`` of one activity table (``offset``: the Activity IDs before it)."""
     pool = inputs.strings
-    for kind, name in enumerate(PPU_KINDS):
-        if not inputs.has(name):
-            continue
-        table = activity_table(inputs, name, BASE_COLUMNS + EXTRA_COLUMNS[name], devices)
-        if name == "kernels":
-            raw = kernel_name_ids(pool, table, "demangled")
-            shown = raw if mode == "demangled" else kernel_name_ids(pool, table, mode)
-        elif name == "memcpy":
-            shown, raw = memcpy_name_ids(inputs, table["copyKind"], table["dstKind"]), np.full(table.rows, -1)
-        else:
-            shown, raw = np.full(table.rows, pool.intern(["Memset"])[0]), np.full(table.rows, -1)
-        columns = {c: table[c] for c in COLUMNS[:8]}
-        parts.append(EventTable({**columns, "kind": np.full(table.rows, kind, np.int64), "aid": table["row"] + offset,
-                                 "name": np.asarray(shown, np.int64), "raw": np.asarray(raw, np.int64)}))
-        offset += inputs.report.load(name, ("start",)).rows
-    return EventTable.concat(parts) if parts else empty_table(list(COLUMNS))
+    table = activity_table(inputs, name, BASE_COLUMNS + EXTRA_COLUMNS[name], devices)
+    if name == "kernels":
+        raw = kernel_name_ids(pool, table, "demangled")
+        shown = raw if mode == "demangled" else kernel_name_ids(pool, table, mode)
+    elif name == "memcpy":
+        shown, raw = memcpy_name_ids(inputs, table["copyKind"], table["dstKind"]), np.full(table.rows, -1)
+    else:
+        shown, raw = np.full(table.rows, pool.intern(["Memset"])[0]), np.full(table.rows, -1)
+    columns = {c: table[c] for c in COLUMNS[:8]}
+    return EventTable({**columns, "kind": np.full(table.rows, kind, np.int64), "aid": table["row"] + offset,
+                       "name": np.asarray(shown, np.int64), "raw": np.asarray(raw, np.int64)})
 
 
 def range_filter(inputs: Inputs, activities: EventTable, options: Mapping[str, Any], graph: bool,

@@ -23,17 +23,18 @@ in between) forms one operator with it unless
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any, Mapping
 
 import numpy as np
 
+from asysstats.compute.distinct import distinct
 from asysstats.compute.grouped import dense_group_ids
 from asysstats.compute.intervals import enclosing_pairs
 from asysstats.correlate import Pairs, correlate
 from asysstats.engine import Inputs
 from asysstats.hgtx import all_ranges, launch_rows, runtime_calls
-from asysstats.compute.distinct import distinct
 from asysstats.io.tables import EventTable
 from asysstats.operators.activities import load_activities, range_filter
 from asysstats.operators.catalog import FRAMEWORK, LIBRARY
@@ -48,67 +49,108 @@ RANGE_COLUMNS = ("rangeId", "globalTid", "start", "end")  # what the operator ru
 
 @dataclass
 class Analysis:
-    """``acts``: the analysed activities (:mod:`activities`) plus ``ktype`` (kernel-name type
-    id, -1) and ``kcustom``; ``ops``: the operator ranges (``RANGE_COLUMNS`` of
-    :func:`asysstats.hgtx.all_ranges` rows) plus per-range ``type``/``key``/``display`` ids,
-    ``layer``, ``claim``, ``parsed`` (index into ``parsed``) and the work columns; ``outer``:
-    per claim class and per layer (keys ``"F"``, ``"L"``) the outermost operator range of
-    each activity (-1: none), and under ``(key, "graph")`` whether graph mapping alone links
-    them; ``merged_into``: each range's operator (itself, or its prefill partner);
-    ``pairs``: every correlated (operator range, activity) pair."""
+    """``acts``: the analysed activities (:mod:`activities`, without ``graphNodeId``) plus
+    ``ktype`` (kernel-name type id, -1) and ``kcustom``; ``ops``: every range
+    (``RANGE_COLUMNS`` of :func:`asysstats.hgtx.all_ranges`, not copied) and its ``entry``
+    (row of ``texts``; -1: no operator); ``texts``: per operator text ``parsed`` (index into
+    ``parsed``), ``type``/``key``/``display`` ids, ``layer``, ``claim`` and the work columns
+    (a merged prefill+decode pair adds one); ``merged_into``: each range's operator (itself,
+    or its prefill partner); ``pairs``: every correlated (operator range, activity) pair.
+    :attr:`by_claim` and :attr:`by_layer` hold the outermost operator ranges."""
 
     inputs: Inputs
     acts: EventTable
     ops: EventTable
+    texts: EventTable
     parsed: Recognised
     pairs: Pairs
-    outer: dict[Any, np.ndarray]
     merged_into: np.ndarray
     types: TypeFilter
 
+    def op(self, column: str, rows: np.ndarray) -> np.ndarray:
+        """``column`` of the operator ranges ``rows``: a range column, else their text's."""
+        if column in self.ops:
+            return self.ops[column][rows]
+        return self.texts[column][self.ops["entry"][rows]]
+
+    def ranges_where(self, per_text: np.ndarray) -> np.ndarray:
+        """The operator ranges whose recognised text (index into ``parsed``) ``per_text`` marks."""
+        return ranges_where(self.ops, self.texts, per_text)
+
+    @functools.cached_property
+    def by_claim(self) -> dict[Any, np.ndarray]:
+        """Per claim class (custom, library, framework) the outermost operator range of each
+        activity (-1: none), and under ``(class, "graph")`` whether graph mapping alone links them."""
+        return self._outermost("claim", (CUSTOM, LIBRARY_CLAIM, FRAMEWORK_CLAIM))
+
+    @functools.cached_property
+    def by_layer(self) -> dict[Any, np.ndarray]:
+        """As :attr:`by_claim`, per layer: ``"F"`` (framework) and ``"L"`` (library)."""
+        found = self._outermost("layer", (FRAMEWORK, LIBRARY))
+        return {"F": found[FRAMEWORK], ("F", "graph"): found[FRAMEWORK, "graph"],
+                "L": found[LIBRARY], ("L", "graph"): found[LIBRARY, "graph"]}
+
+    def _outermost(self, column: str, classes: tuple) -> dict[Any, np.ndarray]:
+        entry = self.ops["entry"]
+        klass = np.where(entry >= 0, self.texts[column][entry], -1) if self.texts.rows else np.full(len(entry), -1)
+        return outermost(self.pairs, outer_order(self.pairs, self.ops), klass, self.acts.rows, classes)
+
 
 def analyse(inputs: Inputs, options: Mapping[str, Any], mode: str = "demangled") -> Analysis:
-    """Recognise, correlate and rank the operators of one report (``mode``: kernel names)."""
+    """Recognise, correlate and rank the operators of one report (``mode``: kernel names).
+    The tables it loads are not kept: what it needs of them, it holds."""
     inputs.require("kernels", "memcpy", "memset")
     rules = custom_rules(inputs.settings.ppu_op_config)
     types = type_filter(options.get("op"), rules)
     graph = not options.get("no-graph-mapping", False)
-    every = load_activities(inputs, options.get("device"), mode)
-    launch = launch_rows(runtime_calls(inputs.report), every)
-    keep = range_filter(inputs, every, options, graph, launch)
-    acts = every if keep.all() else every.take(keep)  # no copy of every activity when none is left out
-    del every
-    ktype, kcustom = classify_kernels(inputs.strings, np.where(acts["kind"] == 0, acts["raw"], -1), rules, types)
-    acts = acts.with_columns(ktype=ktype, kcustom=kcustom)
-    ops, parsed = operator_ranges(inputs, rules, types, options)
-    pairs = correlate(inputs.report, ops, acts, graph, launch[keep])
-    order = outer_order(pairs, ops)
-    outer = outermost(pairs, order, ops["claim"], acts.rows, (CUSTOM, LIBRARY_CLAIM, FRAMEWORK_CLAIM))
-    by_layer = outermost(pairs, order, ops["layer"], acts.rows, (FRAMEWORK, LIBRARY))
-    for name, layer in (("F", FRAMEWORK), ("L", LIBRARY)):
-        outer[name], outer[name, "graph"] = by_layer[layer], by_layer[layer, "graph"]
-    merged_into = np.arange(ops.rows)
-    if not options.get(PREFILL_DECODE_OPTION, False):
-        ops, merged_into = merge_prefill_decode(inputs, ops, parsed, launch)
-    return Analysis(inputs, acts, ops, parsed, pairs, outer, merged_into, types)
+    with inputs.report.transient():
+        every = load_activities(inputs, options.get("device"), mode)
+        launch = launch_rows(runtime_calls(inputs.report), every)
+        keep = range_filter(inputs, every, options, graph, launch)
+        acts = every if keep.all() else every.take(keep)  # no copy of every activity when none is left out
+        del every
+        ktype, kcustom = classify_kernels(inputs.strings, np.where(acts["kind"] == 0, acts["raw"], -1), rules, types)
+        acts = acts.with_columns(ktype=ktype, kcustom=kcustom)
+        ops, texts, parsed = operator_ranges(inputs, rules, types, options)
+        pairs = operator_pairs(inputs, ops, acts, graph, launch[keep])
+        acts = EventTable({k: v for k, v in acts.items() if k != "graphNodeId"})  # read by the correlation only
+        merged_into = np.arange(ops.rows)
+        if not options.get(PREFILL_DECODE_OPTION, False):
+            ops, texts, merged_into = merge_prefill_decode(inputs, ops, texts, parsed, launch)
+        del launch
+    return Analysis(inputs, acts, ops, texts, parsed, pairs, merged_into, types)
 
 
 def operator_ranges(inputs: Inputs, rules: tuple, types: TypeFilter,
-                    options: Mapping[str, Any]) -> tuple[EventTable, Recognised]:
-    """The recognised ranges with their ``parsed`` index, ``type``/``key``/``display`` ids,
-    ``layer``, ``claim`` class and work columns (library and custom operators only: a
-    framework operator rarely holds the kernels its parameters describe)."""
+                    options: Mapping[str, Any]) -> tuple[EventTable, EventTable, Recognised]:
+    """Every range with its ``entry`` (-1: no operator), and per recognised text its
+    ``parsed`` index, ``type``/``key``/``display`` ids, ``layer``, ``claim`` class and work
+    columns (library and custom operators only: a framework operator rarely holds the
+    kernels its parameters describe)."""
     ranges = all_ranges(inputs.report)
-    index, parsed = recognise_ranges(inputs.strings, ranges, rules, types)
-    per_text = parsed_ids(inputs.strings, parsed, options)
-    per_text.update(work_arrays(parsed.column(lambda p: work_of(p) if p.claim != FRAMEWORK_CLAIM else None, None,
-                                              object)))
-    per_text["layer"] = parsed.column(lambda p: p.layer, FRAMEWORK, np.int64)
-    per_text["claim"] = parsed.column(lambda p: p.claim, FRAMEWORK_CLAIM, np.int64)
-    keep = np.flatnonzero(index >= 0)
-    index = index[keep]
-    columns = {k: ranges[k][keep] for k in RANGE_COLUMNS}
-    return EventTable({**columns, "parsed": index, **{k: v[index] for k, v in per_text.items()}}), parsed
+    entry, parsed = recognise_ranges(inputs.strings, ranges, rules, types)
+    texts = parsed_ids(inputs.strings, parsed, options)
+    texts.update(work_arrays(parsed.column(lambda p: work_of(p) if p.claim != FRAMEWORK_CLAIM else None, None,
+                                           object)))
+    texts["layer"] = parsed.column(lambda p: p.layer, FRAMEWORK, np.int64)
+    texts["claim"] = parsed.column(lambda p: p.claim, FRAMEWORK_CLAIM, np.int64)
+    texts["parsed"] = np.arange(len(parsed))
+    return EventTable({**{k: ranges[k] for k in RANGE_COLUMNS}, "entry": entry}), EventTable(texts), parsed
+
+
+def operator_pairs(inputs: Inputs, ops: EventTable, acts: EventTable, graph: bool, launch: np.ndarray) -> Pairs:
+    """The correlated (operator range, activity) pairs (``launch``: the activities' launching calls)."""
+    rows = np.flatnonzero(ops["entry"] >= 0)
+    ranges = ops if len(rows) == ops.rows else EventTable({k: ops[k][rows] for k in ("globalTid", "start", "end")})
+    found = correlate(inputs.report, ranges, acts, graph, launch)
+    return found if ranges is ops else Pairs(rows[found.range_row], found.activity_row, found.via_graph)
+
+
+def ranges_where(ops: EventTable, texts: EventTable, per_text: np.ndarray) -> np.ndarray:
+    """The rows of ``ops`` whose recognised text (index into ``parsed``) ``per_text`` marks."""
+    entry = ops["entry"]
+    rows = np.flatnonzero(entry >= 0)
+    return rows[per_text[texts["parsed"][entry[rows]]]]
 
 
 def outer_order(pairs: Pairs, ops: EventTable) -> np.ndarray:
@@ -149,21 +191,21 @@ def instance_ids(an: "Analysis", rows: np.ndarray, graph: np.ndarray, act: np.nd
     return out
 
 
-def merge_prefill_decode(inputs: Inputs, ops: EventTable, parsed: Recognised,
-                         launch: np.ndarray) -> tuple[EventTable, np.ndarray]:
+def merge_prefill_decode(inputs: Inputs, ops: EventTable, texts: EventTable, parsed: Recognised,
+                         launch: np.ndarray) -> tuple[EventTable, EventTable, np.ndarray]:
     """Pair each prefill attention range with the decode one that follows it on its thread
     with no launch (``launch``: the launching call rows of all activities, before range
-    filters) in between; the decode range's operator becomes the prefill's."""
+    filters) in between; the decode range's operator becomes the prefill's, whose new text
+    entry joins the two keys and names and adds up their work."""
     merged_into = np.arange(ops.rows)
-    flash = parsed.column(lambda p: p.family == "flash" and p.layer == LIBRARY, False, bool)
-    decode = parsed.column(lambda p: bool(p.params.get("decode")), False, bool)
-    rows = np.flatnonzero(flash[ops["parsed"]])
+    rows = ranges_where(ops, texts, parsed.column(lambda p: p.family == "flash" and p.layer == LIBRARY, False, bool))
     if len(rows) < 2:
-        return ops, merged_into
+        return ops, texts, merged_into
     rows = rows[np.lexsort((ops["rangeId"][rows], ops["start"][rows], ops["globalTid"][rows]))]
+    decode = parsed.column(lambda p: bool(p.params.get("decode")), False, bool)
+    is_decode = decode[texts["parsed"][ops["entry"][rows]]]
     first, second = rows[:-1], rows[1:]
-    is_decode = decode[ops["parsed"]]
-    cand = (ops["globalTid"][first] == ops["globalTid"][second]) & ~is_decode[first] & is_decode[second]
+    cand = (ops["globalTid"][first] == ops["globalTid"][second]) & ~is_decode[:-1] & is_decode[1:]
     first, second = first[cand], second[cand]
     calls = runtime_calls(inputs.report)
     launched = distinct(launch)[0]
@@ -173,11 +215,15 @@ def merge_prefill_decode(inputs: Inputs, ops: EventTable, parsed: Recognised,
     clear = np.ones(len(first), dtype=bool)
     clear[hit] = False
     first, second = first[clear], second[clear]
+    if len(first) == 0:
+        return ops, texts, merged_into
     merged_into[second] = first
-    pool = inputs.strings
-    columns = {k: ops[k].copy() for k in ("key", "display") + WORK_FIELDS}
-    columns["key"][first] = joined_ids(pool, ops["key"][first], ops["key"][second])
-    columns["display"][first] = joined_ids(pool, ops["display"][first], ops["display"][second])
+    one, two = ops["entry"][first], ops["entry"][second]
+    added = {k: v[one] for k, v in texts.items()}
+    added["key"] = joined_ids(inputs.strings, texts["key"][one], texts["key"][two])
+    added["display"] = joined_ids(inputs.strings, texts["display"][one], texts["display"][two])
     for k in WORK_FIELDS:
-        columns[k][first] = ops[k][first] + ops[k][second]
-    return ops.with_columns(**columns), merged_into
+        added[k] = texts[k][one] + texts[k][two]
+    entry = ops["entry"].copy()
+    entry[first] = texts.rows + np.arange(len(first))
+    return ops.with_columns(entry=entry), EventTable.concat([texts, EventTable(added)]), merged_into

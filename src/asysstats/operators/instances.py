@@ -21,7 +21,7 @@ from asysstats.compute.intervals import covered_length_by_group, covered_length_
 from asysstats.io.tables import EventTable
 from asysstats.operators.analysis import Analysis, instance_ids
 from asysstats.operators.catalog import OTHERS
-from asysstats.operators.model import WORK_FIELDS, peak_arrays
+from asysstats.operators.model import DEFAULT_FIELD, WORK_FIELDS, peak_arrays
 from asysstats.operators.parsers import CUSTOM, FRAMEWORK_CLAIM, LIBRARY_CLAIM
 
 NS = 1e-9
@@ -30,7 +30,7 @@ NS = 1e-9
 def claims(an: Analysis) -> tuple[np.ndarray, np.ndarray]:
     """Per activity: the claiming operator range (row of ``an.ops`` after prefill/decode
     merging; -1 for a kernel-level operator or none) and the instance id (-1: unclaimed)."""
-    acts, n = an.acts, an.ops.rows
+    acts, n, outer = an.acts, an.ops.rows, an.by_claim
     kernel_op = acts["ktype"] >= 0
     steps = [kernel_op & acts["kcustom"], CUSTOM, LIBRARY_CLAIM, kernel_op, FRAMEWORK_CLAIM]
     if an.types.others:
@@ -44,9 +44,9 @@ def claims(an: Analysis) -> tuple[np.ndarray, np.ndarray]:
             take = ~decided & step
             kernel |= take
         else:
-            take = ~decided & (an.outer[step] >= 0)
-            rows[take] = an.outer[step][take]
-            graph[take] = an.outer[step, "graph"][take]
+            take = ~decided & (outer[step] >= 0)
+            rows[take] = outer[step][take]
+            graph[take] = outer[step, "graph"][take]
         decided |= take
     inst = instance_ids(an, rows, graph)
     inst[kernel] = n + np.flatnonzero(kernel)
@@ -57,7 +57,8 @@ def claims(an: Analysis) -> tuple[np.ndarray, np.ndarray]:
 @dataclass
 class Instances:
     """``table``: one row per instance (``type``, ``key``, ``display``, ``opid``, ``start``,
-    ``end``, ``active``, ``device``, ``pid``, ``source`` (range row or -1), work columns);
+    ``end``, ``active``, ``device``, ``pid``, ``source`` (range row or -1), work columns and
+    ``field``);
     ``act``: the claimed activities' rows of ``an.acts``; ``label``: their instance."""
 
     table: EventTable
@@ -69,7 +70,7 @@ def flat_instances(an: Analysis) -> Instances:
     rows, claim = claims(an)
     act = np.flatnonzero(claim >= 0)
     ids, label = distinct(claim[act])
-    acts, ops = an.acts, an.ops
+    acts, operators = an.acts, an.texts.rows > 0
     start, end = acts["start"][act], np.maximum(acts["end"][act], acts["start"][act])
     n = len(ids)
     order = np.lexsort((acts["aid"][act], start, label))
@@ -84,16 +85,16 @@ def flat_instances(an: Analysis) -> Instances:
     ktype = np.where(acts["ktype"][kernel] >= 0, acts["ktype"][kernel], others)
 
     def pick(column: str, fallback: np.ndarray) -> np.ndarray:
-        return np.where(ranged, ops[column][row], fallback) if ops.rows else fallback
+        return np.where(ranged, an.op(column, row), fallback) if operators else fallback
 
     # A kernel recognised by its name inside a framework operator (a GEMM under aten::linear)
     # is named and keyed by that operator, so that the same operator matches across vendors
     # whose kernels differ.
-    framework = an.outer[FRAMEWORK_CLAIM][kernel] if ops.rows else np.full(n, -1)
+    framework = an.by_claim[FRAMEWORK_CLAIM][kernel] if operators else np.full(n, -1)
     inside = ~ranged & (framework >= 0) & (acts["ktype"][kernel] >= 0)
 
     def named(column: str) -> np.ndarray:
-        fallback = np.where(inside, ops[column][np.maximum(framework, 0)], acts["raw"][kernel]) if ops.rows \
+        fallback = np.where(inside, an.op(column, np.maximum(framework, 0)), acts["raw"][kernel]) if operators \
             else acts["raw"][kernel]
         return pick(column, fallback)
 
@@ -104,7 +105,7 @@ def flat_instances(an: Analysis) -> Instances:
              "device": acts["deviceId"][kernel], "pid": acts["pid"][kernel], "source": source}
     for column in WORK_FIELDS:
         table[column] = pick(column, np.full(n, np.nan)).astype(np.float64)
-    table["dtype"] = pick("dtype", np.full(n, "bf16", dtype=object))
+    table["field"] = pick("field", np.full(n, DEFAULT_FIELD))
     return Instances(EventTable(table), act, label)
 
 
@@ -155,7 +156,7 @@ def utilisation(an: Analysis, inst: Instances, label: np.ndarray, n_groups: int)
     """Per group: 100 x sum(work / peak) / sum(time) for compute, HBM load and HBM store."""
     t = inst.table
     modelled = ~np.isnan(t["flops"])
-    peak, bandwidth = peak_arrays(an.inputs, t["device"], t["dtype"], modelled)
+    peak, bandwidth = peak_arrays(an.inputs, t["device"], t["field"], modelled)
     seconds = np.bincount(label, weights=(t["end"] - t["start"]) * NS, minlength=n_groups)
     out = {}
     for column, divisor in (("flops", peak), ("load", bandwidth), ("store", bandwidth)):

@@ -47,7 +47,7 @@ class Spans:
 
 
 def spans(an: Analysis, idx: np.ndarray, layer: str) -> Spans:
-    rows, graph = an.outer[layer][idx], an.outer[layer, "graph"][idx]
+    rows, graph = an.by_layer[layer][idx], an.by_layer[layer, "graph"][idx]
     ids = instance_ids(an, rows, graph, idx)
     has = ids >= 0
     uniq, label_has = distinct(ids[has])
@@ -86,19 +86,19 @@ def at(values: np.ndarray, label: np.ndarray, fallback: np.ndarray | int) -> np.
 
 
 def breakdown(an: Analysis) -> Breakdown:
-    acts, ops, pool = an.acts, an.ops, an.inputs.strings
+    acts, pool = an.acts, an.inputs.strings
     native_id, idle_id = pool.intern(["Native", "Idle"])
     kernel_type = np.where(acts["ktype"] >= 0, acts["ktype"], pool.intern([OTHERS])[0])
     listed = (acts["ktype"] >= 0) | (an.types.others & (acts["kind"] == 0))
-    idx = np.flatnonzero((an.outer["F"] >= 0) | (an.outer["L"] >= 0) | listed)
+    idx = np.flatnonzero((an.by_layer["F"] >= 0) | (an.by_layer["L"] >= 0) | listed)
     F, L = spans(an, idx, "F"), spans(an, idx, "L")
     s = acts["start"][idx]
     e = np.maximum(acts["end"][idx], s)
     # per activity: its F group (type, key) and its L key
-    own_type = at(ops["type"][L.row], L.label, kernel_type[idx])
-    f_type = at(ops["type"][F.row], F.label, own_type)
-    f_key = at(ops["key"][F.row], F.label, NATIVE)
-    l_key = at(ops["key"][L.row], L.label, NATIVE)
+    own_type = at(an.op("type", L.row), L.label, kernel_type[idx])
+    f_type = at(an.op("type", F.row), F.label, own_type)
+    f_key = at(an.op("key", F.row), F.label, NATIVE)
+    l_key = at(an.op("key", L.row), L.label, NATIVE)
     l_parent = F.label[L.head]  # F instance of each L instance (-1: top level)
     bare = (F.label < 0) & (L.label < 0)  # top-level kernels
     native = L.label < 0
@@ -113,7 +113,7 @@ def breakdown(an: Analysis) -> Breakdown:
                "key": np.r_[f_key[F.head], np.full(int(loose.sum() + bare.sum()), NATIVE)],
                "time": np.r_[F.end - F.start, (L.end - L.start)[loose], (e - s)[bare]],
                "start": np.r_[F.start, L.start[loose], s[bare]],
-               "display": np.r_[ops["display"][F.row], np.full(int(loose.sum() + bare.sum()), native_id)]}
+               "display": np.r_[an.op("display", F.row), np.full(int(loose.sum() + bare.sum()), native_id)]}
     _, f = summarise(f_items, ("type", "key"))
     f["name"] = f["display"]
     f_of_act = row_index([f["type"], f["key"]], [f_type, f_key])
@@ -122,7 +122,7 @@ def breakdown(an: Analysis) -> Breakdown:
                "key": np.r_[l_key[L.head], np.full(int(native.sum()), NATIVE), np.full(int(idle.sum()), IDLE)],
                "time": np.r_[L.end - L.start, (e - s)[native], f_idle[idle]],
                "start": np.r_[L.start, s[native], F.start[idle]],
-               "display": np.r_[ops["display"][L.row], np.full(int(native.sum()), native_id),
+               "display": np.r_[an.op("display", L.row), np.full(int(native.sum()), native_id),
                                 np.full(int(idle.sum()), idle_id)]}
     l_group, l = summarise(l_items, ("f", "key"))
     l["name"] = l["display"]

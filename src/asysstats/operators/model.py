@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from asysstats.engine import Inputs
 
 WORK_FIELDS = ("flops", "load", "store")
+DEFAULT_FIELD = PEAK_FIELDS.index(DTYPES[DEFAULT_DTYPE][1])  # the peak field of an operator without a data type
 
 
 @dataclass(frozen=True)
@@ -107,9 +108,10 @@ def work_of(parsed: Parsed) -> Work | None:
 
 
 def work_arrays(works: list[Work | None]) -> dict[str, np.ndarray]:
-    """``flops``/``load``/``store`` floats (NaN without a model) and ``dtype`` (object) per item."""
+    """``flops``/``load``/``store`` floats (NaN without a model) and ``field`` (the data type's
+    peak field, an index into ``PEAK_FIELDS``) per item."""
     out = {f: np.array([getattr(w, f) if w else math.nan for w in works], dtype=np.float64) for f in WORK_FIELDS}
-    out["dtype"] = np.array([w.dtype if w else DEFAULT_DTYPE for w in works], dtype=object)
+    out["field"] = np.array([PEAK_FIELDS.index(w.dtype) if w else DEFAULT_FIELD for w in works], dtype=np.int64)
     return out
 
 
@@ -133,16 +135,16 @@ def device_peaks(inputs: "Inputs") -> dict[int, dict[str, float]]:
     return peaks
 
 
-def peak_arrays(inputs: "Inputs", devices: np.ndarray, dtypes: np.ndarray,
+def peak_arrays(inputs: "Inputs", devices: np.ndarray, fields: np.ndarray,
                 needed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Peak FLOP/s (of each row's data type) and bandwidth of each row's device; NaN when
-    unknown, with one note per device whose figures a ``needed`` row lacks."""
+    """Peak FLOP/s (of each row's peak ``fields``, indices into ``PEAK_FIELDS``) and bandwidth
+    of each row's device; NaN when unknown, with one note per device whose figures a
+    ``needed`` row lacks."""
     table = device_peaks(inputs)
     known, device = distinct(devices)
-    kinds, kind = np.unique(dtypes, return_inverse=True)
     figures = [table.get(d, {}) for d in known.tolist()]
-    peaks = np.array([[f.get(name, math.nan) for name in kinds] for f in figures], dtype=np.float64)
-    flops = peaks.reshape(len(known), len(kinds))[device, kind.reshape(-1)]
+    peaks = np.array([[f.get(name, math.nan) for name in PEAK_FIELDS] for f in figures], dtype=np.float64)
+    flops = peaks.reshape(len(known), len(PEAK_FIELDS))[device, fields]
     bandwidth = np.array([f.get("bandwidth", math.nan) for f in figures], dtype=np.float64)[device]
     lacking = needed & (np.isnan(flops) | np.isnan(bandwidth))
     for i in distinct(device[lacking])[0].tolist():

@@ -80,7 +80,7 @@ def side_frame(inputs: Inputs, options: Mapping[str, Any], levels: tuple[str, ..
             frame[f"{level} Key"] = np.array([match_key(SENTINELS.get(k, t)) for k, t in zip(keys.tolist(), texts)],
                                              dtype=object)
     if not with_kernel:
-        util = library_utilisation(inputs, an.ops, b)
+        util = library_utilisation(inputs, an, b)
         frame.update({name: util[name][rows["Library"]] for name, _ in UTILS})
     frame[DEVICE_NAME] = np.full(len(order), device_label(inputs, options.get("device")), dtype=object)
     return frame

@@ -17,7 +17,7 @@ import numpy as np
 from asysstats.compute.intervals import set_difference
 from asysstats.engine import Inputs
 from asysstats.io.tables import NA
-from asysstats.operators.analysis import analyse
+from asysstats.operators.analysis import Analysis, analyse
 from asysstats.operators.layers import Breakdown, breakdown
 from asysstats.operators.model import peak_arrays
 from asysstats.registry import INT, NAME_OPTIONS, NO_GRAPH_MAPPING, PERCENT, ROWS, TEXT, Column, Rule, name_mode
@@ -108,12 +108,12 @@ KERNEL_BREAKDOWN = Rule(
 )
 
 
-def library_utilisation(inputs: Inputs, an_ops, b: Breakdown) -> dict[str, np.ndarray]:
+def library_utilisation(inputs: Inputs, an: Analysis, b: Breakdown) -> dict[str, np.ndarray]:
     """Per library group: 100 x sum(work / peak) / sum(instance time); NaN without a model."""
     lib, n = b.lib, len(b.l["f"])
-    flops, load, store = (an_ops[c][lib["row"]] for c in ("flops", "load", "store"))
+    flops, load, store = (an.op(c, lib["row"]) for c in ("flops", "load", "store"))
     modelled = ~np.isnan(flops)
-    peak, bandwidth = peak_arrays(inputs, lib["device"], an_ops["dtype"][lib["row"]], modelled)
+    peak, bandwidth = peak_arrays(inputs, lib["device"], an.op("field", lib["row"]), modelled)
     seconds = np.bincount(lib["group"], weights=lib["span"] * NS, minlength=n)
     out = {}
     for name, work, divisor in (("Compute", flops, peak), ("HBM Load", load, bandwidth), ("HBM Store", store, bandwidth)):
@@ -130,7 +130,7 @@ def op_breakdown(inputs: Inputs, options: Mapping[str, Any]) -> dict:
     f_of = b.l["f"]
     order = nested_order(inputs, b, f_of, l_of, None, options.get("order-by") or "time")
     f_of, l_of = f_of[order], l_of[order]
-    util = library_utilisation(inputs, an.ops, b)
+    util = library_utilisation(inputs, an, b)
     frame = {
         "OP Type": b.f["type"][f_of], "Framework OP": b.f["name"][f_of],
         "Framework Time (%)": percent(b.f["time"], b.total)[f_of],

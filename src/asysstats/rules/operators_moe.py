@@ -21,7 +21,7 @@ from asysstats.compute.intervals import enclosing_pairs, set_difference
 from asysstats.engine import Inputs
 from asysstats.operators.analysis import Analysis, analyse, instance_ids
 from asysstats.operators.catalog import GEMM, MOE
-from asysstats.operators.model import moe_work, peak_arrays
+from asysstats.operators.model import DEFAULT_FIELD, moe_work, peak_arrays
 from asysstats.registry import INT, NO_GRAPH_MAPPING, PERCENT, ROWS, TEXT, Column, Rule
 from asysstats.rules.operators_common import MOE_MERGE, READS, REQUIRES, SCOPE, sorted_order
 
@@ -31,8 +31,7 @@ NS = 1e-9
 def moe_ranges(an: Analysis) -> np.ndarray:
     """Rows of ``an.ops`` with MoE parameters that hold no other such range on their thread."""
     ops = an.ops
-    shaped = an.parsed.column(lambda p: p.family == "moe" and "M" in p.params, False, bool)
-    rows = np.flatnonzero(shaped[ops["parsed"]])
+    rows = an.ranges_where(an.parsed.column(lambda p: p.family == "moe" and "M" in p.params, False, bool))
     outer, inner = enclosing_pairs(ops["globalTid"][rows], ops["start"][rows], ops["end"][rows],
                                    ops["globalTid"][rows], ops["start"][rows])
     nested = (outer != inner) & ((ops["start"][rows][inner] > ops["start"][rows][outer])
@@ -45,7 +44,7 @@ def gemm_units(an: Analysis) -> np.ndarray:
     else ``ops.rows + activity`` for a GEMM or MoE kernel, else -1."""
     ops, pairs = an.ops, an.pairs
     gemm = an.parsed.column(lambda p: p.family == "gemm", False, bool)
-    keep = gemm[ops["parsed"][pairs.range_row]] if len(pairs.range_row) else np.zeros(0, dtype=bool)
+    keep = gemm[an.op("parsed", pairs.range_row)] if len(pairs.range_row) else np.zeros(0, dtype=bool)
     r, a = pairs.range_row[keep], pairs.activity_row[keep]
     order = np.lexsort((-ops["start"][r], a))
     r, a = r[order], a[order]
@@ -60,7 +59,7 @@ def gemm_units(an: Analysis) -> np.ndarray:
 
 def moe_frame(inputs: Inputs, options: Mapping[str, Any]) -> dict:
     an = analyse(inputs, {**options, "op": None})
-    ops, acts, pairs = an.ops, an.acts, an.pairs
+    acts, pairs = an.acts, an.pairs
     rows = moe_ranges(an)
     member = np.isin(pairs.range_row, rows) & (acts["kind"][pairs.activity_row] == 0)
     r, a = pairs.range_row[member], pairs.activity_row[member]
@@ -74,16 +73,16 @@ def moe_frame(inputs: Inputs, options: Mapping[str, Any]) -> dict:
     head = head[np.r_[True, inst[head][1:] != inst[head][:-1]]] if len(head) else head
     source, device = r[head], acts["deviceId"][a[head]]
     first, second = unit_times(gemm_units(an)[a], inst, acts["start"][a], duration, n)
-    flops, load, store = gemm_works(an, ops["parsed"][source])
-    peak, bandwidth = peak_arrays(inputs, device, np.full(n, "bf16", dtype=object), np.ones(n, dtype=bool))
-    groups, stats = grouped_stats([ops["key"][source]], time.astype(np.int64))
+    flops, load, store = gemm_works(an, an.op("parsed", source))
+    peak, bandwidth = peak_arrays(inputs, device, np.full(n, DEFAULT_FIELD), np.ones(n, dtype=bool))
+    groups, stats = grouped_stats([an.op("key", source)], time.astype(np.int64))
     label = groups.label() if n else np.empty(0, np.int64)
     order = np.lexsort((acts["aid"][a[head]], acts["start"][a[head]], label))
     earliest = order[np.r_[True, label[order][1:] != label[order][:-1]]] if n else order
     frame = {"Total Time (ns)": stats["sum"], "Percent (%)": share_percent(stats["sum"], float(stats["sum"].sum())),
              "Instances": stats["count"], "Avg (ns)": stats["mean"], "Med (ns)": stats["median"],
              "Min (ns)": stats["min"], "Max (ns)": stats["max"], "StdDev (ns)": stats["std"],
-             "OP Name": ops["display"][source[earliest]], "OP Key": groups.keys[0]}
+             "OP Name": an.op("display", source[earliest]), "OP Key": groups.keys[0]}
     for i, (gemm_time, has) in enumerate((first, second)):
         name = f"GEMM{i + 1}"
         frame[f"{name} Total Time (ns)"] = np.bincount(label, weights=gemm_time, minlength=groups.count)

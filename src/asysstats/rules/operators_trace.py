@@ -23,15 +23,16 @@ from asysstats.rules.operators_common import OP, PREFILL_DECODE, READS, REQUIRES
 def op_trace(inputs: Inputs, options: Mapping[str, Any]) -> dict:
     an = analyse(inputs, options)
     inst = flat_instances(an)
-    ops, act, own = inst.table, inst.act, inst.label
-    order = np.lexsort((an.acts["aid"][act], an.acts["start"][act], ops["opid"][own], ops["start"][own]))
-    own, acts = own[order], an.acts.take(act[order])
+    ops, act, own, acts = inst.table, inst.act, inst.label, an.acts
+    order = np.lexsort((acts["aid"][act], acts["start"][act], ops["opid"][own], ops["start"][own]))
+    own, act = own[order], act[order]  # the printed columns only are gathered
+    start = acts["start"][act]
     return {
         "OP Type": ops["type"][own], "OP Name": ops["display"][own], "OP Start (ns)": ops["start"][own],
-        "OP Duration (ns)": (ops["end"] - ops["start"])[own], "OP ID": ops["opid"][own], "Activity ID": acts["aid"],
-        "PID": acts["pid"], "Device ID": acts["deviceId"], "Context ID": acts["contextId"],
-        "Stream ID": acts["streamId"], "Activity Start (ns)": acts["start"],
-        "Activity Duration (ns)": acts["end"] - acts["start"], "Activity Name": acts["name"],
+        "OP Duration (ns)": (ops["end"] - ops["start"])[own], "OP ID": ops["opid"][own],
+        "Activity ID": acts["aid"][act], "PID": acts["pid"][act], "Device ID": acts["deviceId"][act],
+        "Context ID": acts["contextId"][act], "Stream ID": acts["streamId"][act], "Activity Start (ns)": start,
+        "Activity Duration (ns)": acts["end"][act] - start, "Activity Name": acts["name"][act],
     }
 
 

@@ -31,7 +31,7 @@ def operator_entries(inputs: Inputs, options: Mapping[str, Any]) -> list[Entry]:
     first = groups.first
     order = sorted_order(inputs.strings, groups.stats["sum"], True, t["display"][first], groups.keys[1])
     source = t["source"][first][order]
-    parsed_index = np.where(source >= 0, an.ops["parsed"][np.maximum(source, 0)] if an.ops.rows else -1, -1)
+    parsed_index = np.where(source >= 0, an.op("parsed", np.maximum(source, 0)) if an.texts.rows else -1, -1)
     types = inputs.strings.lookup(groups.keys[0][order])
     names = inputs.strings.lookup(t["display"][first][order])
     totals, counts = groups.stats["sum"][order].tolist(), groups.stats["count"][order].tolist()
