@@ -55,4 +55,6 @@ def test_range_stacks_follow_the_parents(programs, rnd):
                 stack.insert(0, parent[stack[0]])
             want.append("".join(f":{i}" for i in stack))
         pick = [rnd.randrange(ranges.rows) for _ in range(rnd.randrange(ranges.rows + 1))]
-        assert range_stacks(report, ranges.take(np.array(pick, dtype=np.int64))).to_pylist() == [want[i] for i in pick]
+        stacks = range_stacks(report, ranges["rangeId"][np.array(pick, dtype=np.int64)])
+        assert stacks[:].to_pylist() == np.asarray(stacks).tolist() == [want[i] for i in pick]
+        assert stacks[1:3].to_pylist() == [want[i] for i in pick[1:3]]  # a slice, as the writers read it

@@ -104,6 +104,7 @@ def correlate(report: "Report", ranges: EventTable, activities: EventTable, grap
     r, p = enclosing_pairs(ranges["globalTid"], ranges["start"], ranges["end"],
                            calls["globalTid"][launch[have]], calls["start"][launch[have]])
     a = have[p]
+    del p
     graph = np.zeros(len(r), dtype=bool)
     if graph_mapping and (activities["graphNodeId"] >= 0).any():
         nodes = graph_nodes(report)
@@ -142,7 +143,9 @@ class Projection:
 def project(pairs: Pairs, activities: EventTable, n_ranges: int) -> Projection:
     """Project ranges onto the PPU: span and busy time of their correlated activities.
 
-    The pairs are ordered by (range, activity start) through one packed-key ``np.sort``."""
+    The pairs are ordered by (range, activity start) through one packed-key ``np.sort``
+    (in place; each temporary the size of the pairs is freed once used, and ``pairs`` too
+    when the caller holds no other reference)."""
     count = np.bincount(pairs.range_row, minlength=n_ranges).astype(np.int64)
     start = np.zeros(n_ranges, np.int64)
     end = np.zeros(n_ranges, np.int64)
@@ -153,13 +156,22 @@ def project(pairs: Pairs, activities: EventTable, n_ranges: int) -> Projection:
     if n_ranges * n < 1 << 62:
         rank = np.empty(n, np.int64)
         rank[by_start] = np.arange(n)
-        key = np.sort(pairs.range_row * n + rank[pairs.activity_row])
-        r, a = key // n, by_start[key % n]
+        key = pairs.range_row * n
+        key += rank[pairs.activity_row]
+        del rank, pairs
+        key.sort()
+        r = key // n
+        np.remainder(key, n, out=key)
+        a = by_start[key]
+        del key
     else:
         order = np.lexsort((activities["start"][pairs.activity_row], pairs.range_row))
         r, a = pairs.range_row[order], pairs.activity_row[order]
+        del order, pairs
+    del by_start
     s = activities["start"][a]
     e = np.maximum(activities["end"][a], s)
+    del a
     first = np.flatnonzero(np.r_[True, r[1:] != r[:-1]])
     start[r[first]] = s[first]
     end[r[first]] = np.maximum.reduceat(e, first)

@@ -20,54 +20,69 @@ from __future__ import annotations
 
 import difflib
 import weakref
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from asysstats.compute.distinct import distinct
 from asysstats.compute.intervals import enclosing_pairs
+from asysstats.engine import Gathered, Inputs
 from asysstats.errors import AsysError
-from asysstats.io.arrow import from_numpy, from_texts, text
+from asysstats.io.arrow import from_numpy, text
 from asysstats.io.tables import NA, EventTable, empty_table
 from asysstats.names import prefixed_ids
 from asysstats.regexes import search
 from asysstats.suspects import without_suspect_events
 
 if TYPE_CHECKING:
-    from asysstats.engine import Inputs
     from asysstats.io.report import Report
 
 PUSHPOP, STARTEND, DOMAIN_CREATE = 59, 60, 75
 HGTX_COLUMNS = ("start", "end", "eventType", "globalTid", "domainId", "text", "textId")
 CALL_COLUMNS = ("start", "end", "globalTid", "correlationId")
-RANGE_COLUMNS = ("rangeId", "name", "domain", "style", "pushpop", "globalTid", "pid", "tid", "start", "end",
-                 "level", "parentId", "children", "childTime")
+NAME_COLUMNS = ("rangeId", "name", "domain", "style", "pushpop", "globalTid", "pid", "tid", "start", "end")
+NESTING_COLUMNS = ("level", "parentId", "children", "childTime")
+RANGE_COLUMNS = NAME_COLUMNS + NESTING_COLUMNS
 
 _CACHE: "weakref.WeakKeyDictionary[Report, EventTable]" = weakref.WeakKeyDictionary()
 
 
 def all_ranges(report: "Report") -> EventTable:
-    """Every push/pop and start/end range of the report (no time window), cached per report."""
+    """Every push/pop and start/end range of the report (no time window), cached per report:
+    two derived tables, the ranges from the events, then their nesting from the ranges (so
+    that a cold run sorts for the nesting with the events no longer loaded)."""
     if report not in _CACHE:
-        _CACHE[report] = report.derived("hgtx_ranges", RANGE_COLUMNS, ("name", "domain", "style"),
-                                        lambda: _build_ranges(report)) if report.has("hgtx") else _empty_ranges()
+        if not report.has("hgtx"):
+            return _CACHE.setdefault(report, _empty_ranges())
+        ranges = report.derived("hgtx_ranges", NAME_COLUMNS, ("name", "domain", "style"), lambda: _build_ranges(report))
+        nested = report.derived("hgtx_nesting", NESTING_COLUMNS, (), lambda: EventTable(
+            nesting(ranges["globalTid"], ranges["start"], ranges["end"], ranges["pushpop"] == 1, ranges["rangeId"])))
+        _CACHE[report] = ranges.with_columns(**nested)
     return _CACHE[report]
 
 
-def load_ranges(inputs: "Inputs") -> EventTable:
-    """The ranges inside the analysis window (entirely inside, like every other event),
-    without the suspect events that every table leaves out (:func:`trusted`)."""
+def load_ranges(inputs: Inputs, columns: Sequence[str] = RANGE_COLUMNS) -> EventTable:
+    """The ``columns`` of the ranges inside the analysis window (entirely inside, like every
+    other event), without the suspect events that every table leaves out (:func:`trusted`);
+    copied only when rows are left out."""
     ranges = all_ranges(inputs.report)
+    keep = window_mask(ranges, inputs.window)
     if ranges.rows:
         rows = inputs.report.load("hgtx", ("start",)).rows
         kept = trusted(inputs, "hgtx", EventTable({"row": np.arange(1, rows + 1)}))["row"]
         if len(kept) < rows:
-            ranges = ranges.take(np.isin(ranges["rangeId"], kept))
-    return in_window(ranges, inputs.window)
+            keep &= np.isin(ranges["rangeId"], kept)
+    return subset(EventTable({c: ranges[c] for c in columns}), keep)
 
 
-def trusted(inputs: "Inputs", name: str, table: EventTable) -> EventTable:
+def subset(table: EventTable, keep: np.ndarray) -> EventTable:
+    """The rows of ``table`` that the mask ``keep`` selects (the table itself when it selects all)."""
+    return table if keep.all() else table.take(keep)
+
+
+def trusted(inputs: Inputs, name: str, table: EventTable) -> EventTable:
     """``table`` (one row per row of the report's ``name`` table) without the suspect events
     of :mod:`asysstats.suspects`, unless ``--keep-suspect-events``."""
     if inputs.settings.keep_suspect_events:
@@ -77,11 +92,15 @@ def trusted(inputs: "Inputs", name: str, table: EventTable) -> EventTable:
 
 def in_window(table: EventTable, window: tuple[int, int] | None) -> EventTable:
     """Rows lying entirely inside ``window`` (the engine's rule for every event table)."""
+    return table if window is None else table.take(window_mask(table, window))
+
+
+def window_mask(table: EventTable, window: tuple[int, int] | None) -> np.ndarray:
+    """Mask of the rows of :func:`in_window`."""
     if window is None:
-        return table
+        return np.ones(table.rows, dtype=bool)
     start = table["start"]
-    end = np.maximum(table["end"], start)
-    return table.take((start >= window[0]) & (end <= window[1]))
+    return (start >= window[0]) & (np.maximum(table["end"], start) <= window[1])
 
 
 def _empty_ranges() -> EventTable:
@@ -89,42 +108,45 @@ def _empty_ranges() -> EventTable:
 
 
 def _build_ranges(report: "Report") -> EventTable:
+    """The ranges' own columns (:data:`NAME_COLUMNS`), taken from the events a column at a time."""
     events = report.load("hgtx", HGTX_COLUMNS)
     kind = events["eventType"]
     keep = np.flatnonzero((kind == PUSHPOP) | (kind == STARTEND))
-    ev = events.take(keep)
+    label = np.where(events["text"] >= 0, events["text"], events["textId"])  # per event
     pool = report.strings
-    names = pool.canonical(np.where(ev["text"] >= 0, ev["text"], ev["textId"]))
-    domains = pool.canonical(_domain_names(events, ev))
-    names = prefixed_ids(pool, domains, names, sep=":")
-    last = max(int(events["start"].max(initial=0)), int(events["end"].max(initial=0)),
+    domains = pool.canonical(_domain_names(events, label, keep))
+    names = prefixed_ids(pool, domains, pool.canonical(label[keep]), sep=":")
+    del label
+    start, end = events["start"], events["end"]
+    last = max(int(start.max(initial=0)), int(end.max(initial=0)),
                getattr(report, "hgtx_end", None) or 0)  # a part of merged reports: the set's last
-    end = np.maximum(np.where(ev["end"] < 0, last, ev["end"]), ev["start"])
-    pushpop = (ev["eventType"] == PUSHPOP).astype(np.int64)
-    style = np.where(pushpop == 1, *pool.intern(["PushPop", "StartEnd"]))
-    g = ev["globalTid"]
-    columns = {"rangeId": keep + 1, "name": names, "domain": domains, "style": style, "pushpop": pushpop,
-               "globalTid": g, "pid": ev["pid"], "tid": ev["tid"], "start": ev["start"], "end": end}
-    return EventTable({**columns, **nesting(g, ev["start"], end, pushpop == 1, keep + 1)})
+    start, end = start[keep], end[keep]
+    pushpop = (kind[keep] == PUSHPOP).astype(np.int64)
+    return EventTable({"rangeId": keep + 1, "name": names, "domain": domains,
+                       "style": np.where(pushpop == 1, *pool.intern(["PushPop", "StartEnd"])), "pushpop": pushpop,
+                       **{c: events[c][keep] for c in ("globalTid", "pid", "tid")}, "start": start,
+                       "end": np.maximum(np.where(end < 0, last, end), start)})
 
 
-def _domain_names(events: EventTable, ranges: EventTable) -> np.ndarray:
-    """Per range, the string id of its domain's name (-1 outside a named domain).
+def _domain_names(events: EventTable, label: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    """Per range (``keep``: its event row), the string id of its domain's name (-1 outside a
+    named domain); ``label``: each event's text or text id.
 
     Domains are numbered per process: a range joins the creation row (event type 75) with
     the same ``domainId`` in the same process; the earliest creation row wins."""
-    out = np.full(ranges.rows, -1, dtype=np.int64)
+    out = np.full(len(keep), -1, dtype=np.int64)
     created = np.flatnonzero(events["eventType"] == DOMAIN_CREATE)
     if len(created) == 0:
         return out
+    pid, domain = events["pid"], events["domainId"]
     created = created[np.argsort(events["start"][created], kind="stable")]
-    d_name = np.where(events["text"][created] >= 0, events["text"][created], events["textId"][created])
-    d_key = pair_key(events["pid"][created], events["domainId"][created])
-    uniq, first = np.unique(d_key, return_index=True)
-    key = pair_key(ranges["pid"], ranges["domainId"])
+    uniq, first = np.unique(pair_key(pid[created], domain[created]), return_index=True)
+    inside = np.flatnonzero(domain[keep] != 0)
+    rows = keep[inside]
+    key = pair_key(pid[rows], domain[rows])
     slot = np.clip(np.searchsorted(uniq, key), 0, len(uniq) - 1)
-    hit = (uniq[slot] == key) & (ranges["domainId"] != 0)
-    out[hit] = d_name[first[slot[hit]]]
+    hit = uniq[slot] == key
+    out[inside[hit]] = label[created][first[slot[hit]]]
     return out
 
 
@@ -135,7 +157,8 @@ def pair_key(high: np.ndarray, low: np.ndarray) -> np.ndarray:
 
 def nesting(thread: np.ndarray, start: np.ndarray, end: np.ndarray, stacked: np.ndarray,
             range_id: np.ndarray) -> dict[str, np.ndarray]:
-    """Level, parent id, child count and child time of the ``stacked`` (push/pop) ranges.
+    """Level, parent id, child count and child time of the ``stacked`` (push/pop) ranges
+    (``range_id`` ascending: the ranges in report order).
 
     Ranges of one thread are properly nested. One sorted sweep over +1/-1 events gives
     each range's stack depth at its start; its parent is the nearest earlier range (in
@@ -149,8 +172,9 @@ def nesting(thread: np.ndarray, start: np.ndarray, end: np.ndarray, stacked: np.
     child_time = np.zeros(n, np.int64)
     idx = np.flatnonzero(stacked)
     if len(idx):
-        g, s, e = thread[idx], start[idx], end[idx]
-        lvl, pos = _start_depths(g, s, e, range_id[idx])
+        g = distinct(thread[idx])[1].astype(np.int32)  # thread codes: a narrower sort key
+        s, e = start[idx], end[idx]
+        lvl, pos = _start_depths(g, s, e)
         local_parent = _parents(g, lvl, pos)
         level[idx] = lvl
         with_parent = local_parent >= 0
@@ -160,14 +184,15 @@ def nesting(thread: np.ndarray, start: np.ndarray, end: np.ndarray, stacked: np.
     return {"level": level, "parentId": parent, "children": children, "childTime": child_time}
 
 
-def _start_depths(g: np.ndarray, s: np.ndarray, e: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _start_depths(g: np.ndarray, s: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Stack depth of each range at its start and its position in start order, from one
-    sort of start events ``(g, s, 1, -e, id)`` and end events ``(g, e, 0 or 2 when empty)``
-    (small key types: the sort of twice the ranges sets the peak memory of a cold run)."""
+    stable sort of start events ``(g, s, 1, -e)`` (equal ones in row order) and end events
+    ``(g, e, 0 or 2 when empty)`` (small key types: the sort of twice the ranges sets the
+    peak memory of a cold run)."""
     m = len(s)
     kind = np.concatenate([np.ones(m, np.int8), np.where(e == s, 2, 0).astype(np.int8)])
-    order = np.lexsort((np.concatenate([ids, ids]), np.concatenate([-e, np.zeros(m, np.int64)]), kind,
-                        np.concatenate([s, e]), np.concatenate([g, g])))
+    order = np.lexsort((np.concatenate([-e, np.zeros(m, np.int64)]), kind, np.concatenate([s, e]),
+                        np.concatenate([g, g])))
     is_start = order < m
     depth = np.cumsum(np.where(is_start, np.int8(1), np.int8(-1)), dtype=np.int64)[is_start] - 1
     starts = order[is_start]
@@ -193,23 +218,37 @@ def _parents(g: np.ndarray, lvl: np.ndarray, pos: np.ndarray) -> np.ndarray:
     return local_parent
 
 
-def range_stacks(report: "Report", ranges: EventTable) -> pa.Array:
-    """``:6:7:8`` per row of ``ranges``: the range ids of its push/pop stack, outermost
-    first (an ancestor may lie outside the time window). Joined by Arrow string kernels
-    from one ``:id`` piece per level, without a Python string per range: a frame's text
-    column as an Arrow string array, which the writers print as it is."""
-    everything = all_ranges(report)
-    ids, level = everything["rangeId"], everything["level"]
-    n = len(ids)
-    pieces = pa.concat_arrays([pc.binary_join_element_wise(text(":"), pc.cast(from_numpy(ids), pa.string()), text("")),
-                               from_texts([""])])  # row n: no range
-    parent_row = np.append(np.where(level > 0, np.searchsorted(ids, everything["parentId"]), n), n)
-    row = np.searchsorted(ids, ranges["rangeId"])
-    stack = [row]
-    for _ in range(int(level[row].max(initial=0))):
-        row = parent_row[row]
-        stack.append(row)
-    return pc.binary_join_element_wise(*[pieces.take(from_numpy(r)) for r in reversed(stack)], text(""))
+def range_stacks(report: "Report", range_ids: np.ndarray | Gathered) -> "StackColumn":
+    """``:6:7:8`` per range of ``range_ids``: the range ids of its push/pop stack, outermost
+    first (an ancestor may lie outside the time window), as a trace column joined a slice at
+    a time (:class:`StackColumn`)."""
+    return StackColumn(all_ranges(report), range_ids)
+
+
+class StackColumn(Gathered):
+    """A text column of range stacks, joined by Arrow string kernels from one ``:id`` piece
+    per level (no Python string per range) for a slice of rows at a time, as the writers read
+    a column: the text of every row at once would outweigh the rest of a trace. ``values``:
+    the report's ranges; ``rows``: the range id of each row."""
+
+    __slots__ = ()
+
+    def __getitem__(self, key: slice) -> pa.Array:
+        ranges: EventTable = self.values  # type: ignore[assignment]
+        ids, level, parent = ranges["rangeId"], ranges["level"], ranges["parentId"]
+        row = np.searchsorted(ids, self.rows[key])
+        stack = [row]  # then each row's parent, up to the outermost; -1 past a row's outermost range
+        for _ in range(int(level[row].max(initial=0))):
+            up = np.maximum(row, 0)
+            row = np.where((row >= 0) & (level[up] > 0), np.searchsorted(ids, parent[up]), -1)
+            stack.append(row)
+        pieces = [pc.if_else(from_numpy(r >= 0), pc.binary_join_element_wise(
+            text(":"), pc.cast(from_numpy(ids[np.maximum(r, 0)]), pa.string()), text("")), text(""))
+            for r in reversed(stack)]
+        return pc.binary_join_element_wise(*pieces, text(""))
+
+    def __array__(self, dtype: np.dtype | None = None, copy: bool | None = None) -> np.ndarray:
+        return np.array(self[:].to_pylist(), dtype=object)
 
 
 # -- launching calls and the innermost range --------------------------------------------------
@@ -238,7 +277,7 @@ def launch_rows(calls: EventTable, activities: EventTable) -> np.ndarray:
     return np.where(activities["correlationId"] > 0, rows, -1)
 
 
-def innermost_range_names(inputs: "Inputs", activities: EventTable) -> np.ndarray:
+def innermost_range_names(inputs: Inputs, activities: EventTable) -> np.ndarray:
     """Per activity row (kernels, memcpy, memset: ``pid``, ``correlationId``), the name id
     of the innermost range (latest start, then earliest end) on the launching call's thread
     that holds the call's start; -1 when none (conventions 13).
@@ -266,7 +305,7 @@ def innermost_range_names(inputs: "Inputs", activities: EventTable) -> np.ndarra
     return out
 
 
-def name_filter(inputs: "Inputs", names: np.ndarray, options: Mapping[str, Any]) -> np.ndarray:
+def name_filter(inputs: Inputs, names: np.ndarray, options: Mapping[str, Any]) -> np.ndarray:
     """Mask of the range names passing ``range-include`` / ``range-exclude`` (regex lists,
     searched once per distinct name)."""
     include, exclude = options.get("range-include"), options.get("range-exclude")

@@ -14,18 +14,22 @@ import numpy as np
 from asysstats.compute.grouped import grouped_stats, share_percent
 from asysstats.compute.intervals import covered_length_by_group
 from asysstats.correlate import Projection, correlate, ppu_activities, project
-from asysstats.engine import Inputs
-from asysstats.hgtx import load_ranges, name_filter, range_stacks
+from asysstats.engine import Gathered, Inputs
+from asysstats.hgtx import load_ranges, name_filter, range_stacks, subset
 from asysstats.io.tables import EventTable
 from asysstats.registry import (DEVICE, INT, NO_GRAPH_MAPPING, PERCENT, RANGE_EXCLUDE, RANGE_INCLUDE, RANGE_MODE,
                                 TEXT, Column, Rule)
 
 
+RANGE_CELLS = ("rangeId", "name", "style", "globalTid", "pid", "tid", "start", "end", "level", "parentId",
+               "children")
+
+
 def projected_ranges(inputs: Inputs, options: Mapping[str, Any]) -> tuple[EventTable, Projection, EventTable]:
     """The selected ranges that have a projection, their projections, and the activities."""
     inputs.require("kernels", "memcpy", "memset")
-    ranges = load_ranges(inputs)
-    ranges = ranges.take(name_filter(inputs, ranges["name"], options))
+    ranges = load_ranges(inputs, RANGE_CELLS)
+    ranges = subset(ranges, name_filter(inputs, ranges["name"], options))
     activities = ppu_activities(inputs, options.get("device"))
     proj = project(correlate(inputs.report, ranges, activities, not options["no-graph-mapping"]),
                    activities, ranges.rows)
@@ -106,15 +110,14 @@ PROJ_SUM = Rule(
 def proj_trace(inputs: Inputs, options: Mapping[str, Any]) -> dict:
     ranges, proj, _ = projected_ranges(inputs, options)
     order = np.lexsort((ranges["rangeId"], ranges["level"], ranges["start"], proj.start))
-    ranges = ranges.take(order)
-    return {
-        "Name": ranges["name"], "Projected Start (ns)": proj.start[order],
-        "Projected Duration (ns)": (proj.end - proj.start)[order], "PPU Active Time (ns)": proj.active[order],
-        "Orig Start (ns)": ranges["start"], "Orig Duration (ns)": ranges["end"] - ranges["start"],
-        "Style": ranges["style"], "PID": ranges["pid"], "TID": ranges["tid"], "NumPPUOps": proj.count[order],
-        "Lvl": ranges["level"], "NumChild": ranges["children"], "RangeId": ranges["rangeId"],
-        "ParentId": ranges["parentId"], "RangeStack": range_stacks(inputs.report, ranges),
-    }
+    frame = {name: Gathered(values, order) for name, values in (
+        ("Name", ranges["name"]), ("Projected Start (ns)", proj.start),
+        ("Projected Duration (ns)", proj.end - proj.start), ("PPU Active Time (ns)", proj.active),
+        ("Orig Start (ns)", ranges["start"]),
+        ("Orig Duration (ns)", ranges["end"] - ranges["start"]), ("Style", ranges["style"]), ("PID", ranges["pid"]),
+        ("TID", ranges["tid"]), ("NumPPUOps", proj.count), ("Lvl", ranges["level"]), ("NumChild", ranges["children"]),
+        ("RangeId", ranges["rangeId"]), ("ParentId", ranges["parentId"]))}
+    return frame | {"RangeStack": range_stacks(inputs.report, frame["RangeId"])}
 
 
 TRACE_COLUMNS = (

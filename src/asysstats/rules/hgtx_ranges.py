@@ -8,7 +8,7 @@ import numpy as np
 import pyarrow.compute as pc
 
 from asysstats.compute.grouped import dense_group_ids
-from asysstats.engine import Inputs
+from asysstats.engine import Gathered, Inputs
 from asysstats.hgtx import load_ranges, range_stacks
 from asysstats.io.arrow import from_numpy, text
 from asysstats.io.tables import EventTable
@@ -78,7 +78,8 @@ TRACE_COLUMNS = (
 )
 
 
-TRACE_INPUTS = ("start", "end", "childTime", "name", "pid", "tid", "level", "children", "rangeId", "parentId")
+TRACE_INPUTS = ("pushpop", "start", "end", "childTime", "name", "pid", "tid", "level", "children", "rangeId",
+                "parentId")
 
 
 def name_matches(inputs: Inputs, names: np.ndarray, pattern) -> np.ndarray:
@@ -91,29 +92,27 @@ def name_matches(inputs: Inputs, names: np.ndarray, pattern) -> np.ndarray:
     return hit[inverse.reshape(-1)]
 
 
-def name_trees(inputs: Inputs, ranges: EventTable) -> np.ndarray:
+def name_trees(inputs: Inputs, levels: np.ndarray, names: np.ndarray) -> Gathered:
     """String ids of ``-`` once per level, then the name (one text per distinct level and name)."""
-    if ranges.rows == 0:
-        return np.empty(0, np.int64)
-    pair, (levels, names) = dense_group_ids([ranges["level"], ranges["name"]])
+    pair, (levels, names) = dense_group_ids([levels, names])
     trees = pc.binary_join_element_wise(pc.binary_repeat(text("-"), from_numpy(levels)),
                                         inputs.strings.texts(names, ""), text(""))
-    return inputs.strings.intern_texts(trees)[pair]
+    return Gathered(inputs.strings.intern_texts(trees), pair)
 
 
 def pushpop_trace(inputs: Inputs, options: Mapping[str, Any]) -> dict:
-    ranges = load_ranges(inputs)
+    """The printed columns are the ranges' own, gathered a slice at a time as they are written."""
+    ranges = load_ranges(inputs, TRACE_INPUTS)
     rows = np.flatnonzero((ranges["pushpop"] == 1) & name_matches(inputs, ranges["name"], options["range"]))
-    rows = rows[np.lexsort([ranges[c][rows] for c in ("rangeId", "level", "start")])]  # stack order at equal starts
-    ranges = EventTable({c: ranges[c] for c in TRACE_INPUTS}).take(rows)  # one copy of the columns it prints
+    rows = rows[np.lexsort([ranges[c][rows] for c in ("level", "start")])]  # stack order at equal starts, then id
     duration = ranges["end"] - ranges["start"]
-    return {
-        "Start (ns)": ranges["start"], "End (ns)": ranges["end"], "Duration (ns)": duration,
-        "DurChild (ns)": ranges["childTime"], "DurNonChild (ns)": duration - ranges["childTime"],
-        "Name": ranges["name"], "PID": ranges["pid"], "TID": ranges["tid"], "Lvl": ranges["level"],
-        "NumChild": ranges["children"], "RangeId": ranges["rangeId"], "ParentId": ranges["parentId"],
-        "RangeStack": range_stacks(inputs.report, ranges), "NameTree": name_trees(inputs, ranges),
-    }
+    frame = {name: Gathered(values, rows) for name, values in (
+        ("Start (ns)", ranges["start"]), ("End (ns)", ranges["end"]), ("Duration (ns)", duration),
+        ("DurChild (ns)", ranges["childTime"]), ("DurNonChild (ns)", duration - ranges["childTime"]),
+        ("Name", ranges["name"]), ("PID", ranges["pid"]), ("TID", ranges["tid"]), ("Lvl", ranges["level"]),
+        ("NumChild", ranges["children"]), ("RangeId", ranges["rangeId"]), ("ParentId", ranges["parentId"]))}
+    return frame | {"RangeStack": range_stacks(inputs.report, frame["RangeId"]),
+                    "NameTree": name_trees(inputs, ranges["level"][rows], ranges["name"][rows])}
 
 
 PUSHPOP_TRACE = Rule(
