@@ -12,11 +12,12 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from asysstats.compute.distinct import Coded
 from asysstats.compute.grouped import dense_group_ids, grouped_stats
 from asysstats.compute.intervals import distinct_sorted
 from asysstats.correlate import Pairs, activity_table, correlate
 from asysstats.engine import Gathered, Inputs
-from asysstats.hgtx import launch_rows, load_ranges, name_filter, pair_key, runtime_calls
+from asysstats.hgtx import launch_rows, load_ranges, name_filter, pair_key, runtime_calls, subset
 from asysstats.io.tables import NA, EventTable
 from asysstats.names import kernel_name_codes, kernel_name_ids
 from asysstats.registry import (DEVICE, INT, NAME_OPTIONS, NO_GRAPH_MAPPING, RANGE_EXCLUDE, RANGE_INCLUDE, TEXT,
@@ -30,53 +31,78 @@ KERNEL_COLUMNS = ("start", "end", "deviceId", "contextId", "streamId", "correlat
                   "gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ")
 
 
+RANGE_CELLS = ("rangeId", "name", "style", "globalTid", "pid", "tid", "start", "end")
+
+
 class Links:
-    """Correlated (range, kernel) rows, plus one row per standalone kernel (range -1)."""
+    """Correlated (range, kernel) rows, plus one row per standalone kernel (range -1), as
+    int32 rows of ``ranges`` and ``kernels``; the cells they print are gathered from those."""
 
     def __init__(self, inputs: Inputs, options: Mapping[str, Any]) -> None:
         inputs.require("kernels")
-        ranges = load_ranges(inputs)
-        self.ranges = ranges.take(name_filter(inputs, ranges["name"], options))
+        ranges = load_ranges(inputs, RANGE_CELLS)
+        self.ranges = subset(ranges, name_filter(inputs, ranges["name"], options))
         self.kernels: EventTable = activity_table(inputs, "kernels", KERNEL_COLUMNS, options.get("device"))
-        calls = runtime_calls(inputs.report)
-        launch = launch_rows(calls, self.kernels)
-        pairs: Pairs = correlate(inputs.report, self.ranges, self.kernels, not options["no-graph-mapping"])
-        r, k, graph = pairs.range_row, pairs.activity_row, pairs.via_graph
+        self.calls = runtime_calls(inputs.report)
+        self.launch = launch_rows(self.calls, self.kernels)
+        pairs: Pairs = correlate(inputs.report, self.ranges, self.kernels, not options["no-graph-mapping"],
+                                 self.launch)
+        r, k, graph = pairs.range_row.astype(np.int32), pairs.activity_row.astype(np.int32), pairs.via_graph
+        del pairs
         if options.get("standalone"):
             alone = np.ones(self.kernels.rows, dtype=bool)
             alone[k] = False
-            k_alone = np.flatnonzero(alone)
-            r = np.concatenate([r, np.full(len(k_alone), -1, np.int64)])
+            k_alone = np.flatnonzero(alone).astype(np.int32)
+            r = np.concatenate([r, np.full(len(k_alone), -1, np.int32)])
             k = np.concatenate([k, k_alone])
             graph = np.concatenate([graph, np.zeros(len(k_alone), dtype=bool)])
         self.range_row, self.kernel_row, self.via_graph = r, k, graph
-        call = launch[k]
-        self.call_start = np.where(graph, NA, take_or_na(calls["start"], call))
-        self.call_duration = np.where(graph, NA, take_or_na(calls["end"] - calls["start"], call))
-        self.pid = np.where(r >= 0, self.range_cell("pid"), self.kernels["pid"][k])
-        self.tid = np.where(r >= 0, self.range_cell("tid"), take_or_na(calls["tid"], call))
 
     def reorder(self, order: np.ndarray) -> None:
         """Put the (range, kernel) rows in ``order``."""
-        for name in ("range_row", "kernel_row", "via_graph", "call_start", "call_duration", "pid", "tid"):
+        for name in ("range_row", "kernel_row", "via_graph"):
             setattr(self, name, getattr(self, name)[order])
 
-    def range_cell(self, column: str, missing: int = NA) -> np.ndarray:
-        return np.where(self.range_row >= 0, self.ranges[column][np.maximum(self.range_row, 0)], missing) \
-            if self.ranges.rows else np.full(len(self.range_row), missing, np.int64)
+    def owner(self) -> np.ndarray:
+        """Per row, the row of :meth:`owner_values` it takes its thread and range cells from:
+        its range, or for a standalone kernel, the kernel's (after the ranges)."""
+        r = self.range_row
+        return r if r.min(initial=0) >= 0 else np.where(r >= 0, r, self.ranges.rows + self.kernel_row)
+
+    def owner_values(self, column: str) -> np.ndarray:
+        """A range cell (``name``, ``style``, ``pid``, ``tid``) of each range, then, when there
+        are standalone rows, of each kernel as its standalone row shows it: no range name or
+        style, the launching thread."""
+        if self.range_row.min(initial=0) >= 0:
+            return self.ranges[column]
+        if column == "pid":
+            standalone = self.kernels["pid"]
+        elif column == "tid":
+            standalone = take_or_na(self.calls["tid"], self.launch)
+        else:
+            standalone = np.full(self.kernels.rows, -1, np.int64)
+        return np.concatenate([self.ranges[column], standalone])
+
+    def call_cells(self) -> tuple[Gathered, Gathered]:
+        """The launch call's start and duration per row (``NA`` when mapped through a graph node)."""
+        call = np.where(self.via_graph, -1, self.launch.astype(np.int32)[self.kernel_row])  # -1: the NA appended
+        start, end = self.calls["start"], self.calls["end"]
+        return Gathered(np.append(start, NA), call), Gathered(np.append(end - start, NA), call)
 
 
 def kern_sum(inputs: Inputs, options: Mapping[str, Any]) -> dict:
     links = Links(inputs, options)
-    names = kernel_name_codes(inputs.strings, links.kernels, name_mode(options)).take(links.kernel_row)
-    range_name, style = links.range_cell("name", -1), links.range_cell("style", -1)
-    label, keys = dense_group_ids([range_name, style, links.pid, links.tid, names])
+    label, keys = row_groups(links, kernel_name_codes(inputs.strings, links.kernels, name_mode(options)))
     # a kernel counts once per group (nested ranges of one name would count it twice)
     distinct = distinct_sorted(np.sort(pair_key(label, links.kernel_row)))
-    k_label, k_row = distinct >> 32, distinct & 0xFFFFFFFF
-    _, stats = grouped_stats([k_label], links.kernels["end"][k_row] - links.kernels["start"][k_row])
     range_inst = np.bincount(distinct_sorted(np.sort(pair_key(label, links.range_row))) >> 32,
                              minlength=len(keys[0]))
+    kernels = links.kernels
+    del label, links
+    k_label, k_row = distinct >> 32, distinct & 0xFFFFFFFF
+    del distinct
+    _, stats = grouped_stats([k_label], kernels["end"][k_row] - kernels["start"][k_row])
+    del k_label, k_row
     standalone = keys[0] < 0
     order = np.lexsort((inputs.strings.sort_rank(keys[1]), inputs.strings.sort_rank(keys[4]), -stats["sum"],
                         keys[3], keys[2], inputs.strings.sort_rank(keys[0]), standalone))
@@ -87,6 +113,16 @@ def kern_sum(inputs: Inputs, options: Mapping[str, Any]) -> dict:
         "Min (ns)": stats["min"][order], "Max (ns)": stats["max"][order], "StdDev (ns)": stats["std"][order],
         "Kernel Name": keys[4][order],
     }
+
+
+def row_groups(links: Links, names: Coded) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
+    """The group of every row: its owner's (range name, style, pid, tid), then its kernel's
+    name (``names``, per kernel); and the five keys of each group."""
+    who, owner_keys = dense_group_ids([links.owner_values(c) for c in ("name", "style", "pid", "tid")])
+    label, (owner_group, name_code) = dense_group_ids([Coded(np.arange(len(owner_keys[0])), who[links.owner()]),
+                                                       Coded(np.arange(len(names.values)),
+                                                             names.codes[links.kernel_row])])
+    return label, tuple(k[owner_group] for k in owner_keys) + (names.values[name_code],)
 
 
 SUM_COLUMNS = (
@@ -139,7 +175,9 @@ def kern_trace(inputs: Inputs, options: Mapping[str, Any]) -> dict:
     range_pos = np.concatenate([[0], positions((ranges["rangeId"], inputs.strings.sort_rank(ranges["name"]),
                                                 ranges["start"])) + 1])
     key = kernel_pos[links.kernel_row] * (ranges.rows + 1) + range_pos[links.range_row + 1]
-    links.reorder(np.argsort(key, kind="stable"))  # the pair columns in output order; the others gathered when written
+    del kernel_pos, range_pos
+    links.reorder(np.argsort(key, kind="stable"))  # the rows in output order; every cell gathered when written
+    del key
     k = links.kernel_row
     grid, block = dimension_ids(inputs, kernels)
     graph_node = kernels["graphNodeId"]
@@ -155,8 +193,10 @@ def kern_trace(inputs: Inputs, options: Mapping[str, Any]) -> dict:
     frame = {name: Gathered(values, k) for name, values in per_kernel.items()}
     for name, column, missing in (("Range Name", "name", -1), ("Style", "style", -1), ("HGTX Range ID", "rangeId", NA)):
         frame[name] = Gathered(np.append(ranges[column], missing), links.range_row)  # row -1 (standalone): missing
-    return frame | {"PID": links.pid, "TID": links.tid, "API Start (ns)": links.call_start,
-                    "API Duration (ns)": links.call_duration}
+    owner = links.owner()
+    frame["PID"], frame["TID"] = (Gathered(links.owner_values(c), owner) for c in ("pid", "tid"))
+    frame["API Start (ns)"], frame["API Duration (ns)"] = links.call_cells()
+    return frame
 
 
 TRACE_COLUMNS = (
