@@ -229,23 +229,31 @@ class StackColumn(Gathered):
     """A text column of range stacks, joined by Arrow string kernels from one ``:id`` piece
     per level (no Python string per range) for a slice of rows at a time, as the writers read
     a column: the text of every row at once would outweigh the rest of a trace. ``values``:
-    the report's ranges; ``rows``: the range id of each row."""
+    the report's ranges; ``rows``: the range id of each row; ``parent``: each range's parent
+    row (-1 at level 0)."""
 
-    __slots__ = ()
+    __slots__ = ("parent",)
+
+    def __init__(self, ranges: EventTable, range_ids: np.ndarray | Gathered) -> None:
+        super().__init__(ranges, range_ids)  # type: ignore[arg-type]
+        parent = np.searchsorted(ranges["rangeId"], ranges["parentId"])
+        self.parent = np.where(ranges["level"] > 0, parent, -1).astype(np.int32)
 
     def __getitem__(self, key: slice) -> pa.Array:
         ranges: EventTable = self.values  # type: ignore[assignment]
-        ids, level, parent = ranges["rangeId"], ranges["level"], ranges["parentId"]
+        ids = ranges["rangeId"]
         row = np.searchsorted(ids, self.rows[key])
         stack = [row]  # then each row's parent, up to the outermost; -1 past a row's outermost range
-        for _ in range(int(level[row].max(initial=0))):
-            up = np.maximum(row, 0)
-            row = np.where((row >= 0) & (level[up] > 0), np.searchsorted(ids, parent[up]), -1)
+        for _ in range(int(ranges["level"][row].max(initial=0))):
+            row = np.where(row >= 0, self.parent[np.maximum(row, 0)], -1)
             stack.append(row)
-        pieces = [pc.if_else(from_numpy(r >= 0), pc.binary_join_element_wise(
-            text(":"), pc.cast(from_numpy(ids[np.maximum(r, 0)]), pa.string()), text("")), text(""))
-            for r in reversed(stack)]
-        return pc.binary_join_element_wise(*pieces, text(""))
+        used, code = distinct(np.concatenate(stack) + 1)  # 0: no range, a null piece (skipped when joined)
+        pieces = pc.cast(from_numpy(ids[np.maximum(used - 1, 0)]), pa.string())
+        if len(used) and used[0] == 0:
+            pieces = pa.concat_arrays([pa.nulls(1, pa.string()), pieces[1:]])
+        n = len(stack[0])
+        levels = [pieces.take(from_numpy(code[level * n:(level + 1) * n])) for level in reversed(range(len(stack)))]
+        return pc.binary_join_element_wise(text(""), *levels, text(":"), null_handling="skip")
 
     def __array__(self, dtype: np.dtype | None = None, copy: bool | None = None) -> np.ndarray:
         return np.array(self[:].to_pylist(), dtype=object)
