@@ -89,26 +89,6 @@ def outputs(path, cache: bool) -> dict[str, str]:
     return out
 
 
-def test_a_derived_table_is_mapped_back_from_the_cache_and_its_loads_are_dropped(tmp_path):
-    """After a build, ``derived`` returns the columns the cache maps (the built arrays are freed), and
-    the tables the build loaded are not kept for later loads; a later run reads the cache alone."""
-    path = build(tmp_path / "r.asysrep", [5, 7, 9])
-    report = open_report(path)
-    seen = []
-
-    def durations() -> EventTable:
-        seen.append(report.load("kernels", ("start", "end")))
-        seen.append(seen[0]["end"] - seen[0]["start"])
-        return EventTable({"duration": seen[1]})
-
-    table = report.derived("durations", ("duration",), (), durations)
-    assert table["duration"].tolist() == [5, 7, 9]
-    assert not np.shares_memory(table["duration"], seen[1])
-    assert report.load("kernels", ("start", "end")) is not seen[0]
-    again = open_report(path).derived("durations", ("duration",), (), lambda: EventTable({"duration": np.zeros(3)}))
-    assert again["duration"].tolist() == [5, 7, 9]
-
-
 def test_every_rule_gives_the_same_result_cold_warm_and_without_cache(tmp_path, monkeypatch):
     path = tmp_path / "sample.asysrep"
     shutil.copyfile(SAMPLE, path)
