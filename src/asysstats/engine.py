@@ -9,7 +9,8 @@ import numpy as np
 import pyarrow as pa
 
 from asysstats.errors import AsysError, MissingData
-from asysstats.io.report import Report, release_arrow_memory
+from asysstats.io.memory import release_memory
+from asysstats.io.report import Report
 from asysstats.io.schema import NSYS, TABLES
 from asysstats.io.strings import StringPool
 from asysstats.io.tables import EventTable, empty_table
@@ -190,7 +191,7 @@ def run_rule(rule: Rule, options: Mapping[str, Any], inputs: Inputs | tuple[Inpu
     for side in sides:
         side.require(*rule.required_tables)
     frame = rule.compute(inputs, options)
-    release_arrow_memory()
+    release_memory()
     return shaped(rule, options, frame, sides[0].strings)
 
 

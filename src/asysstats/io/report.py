@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import ctypes
-import functools
 import os
 import shutil
 import sqlite3
@@ -27,6 +25,7 @@ import pyarrow.compute as pc
 from asysstats.errors import AsysError, MissingData
 from asysstats.io.arrow import from_numpy, one_chunk, to_numpy
 from asysstats.io.cache import ColumnCache
+from asysstats.io.memory import release_memory
 from asysstats.io.schema import ASYSREP, DIALECT_MARKERS, NSYS, TABLES, Col, TableSpec
 from asysstats.io.strings import StringPool
 from asysstats.io.tables import EventTable
@@ -163,7 +162,7 @@ class Report:
             if found is None or len(found) != len(columns):  # not stored (a read-only cache folder)
                 found = {c: built[c] for c in columns}
             del built
-            release_arrow_memory()
+            release_memory()
         return EventTable(found)
 
     @contextlib.contextmanager
@@ -177,7 +176,7 @@ class Report:
             if self._column_cache is not None:
                 for key in set(self._cache) - loaded:
                     del self._cache[key]
-                release_arrow_memory()
+                release_memory()
 
     # -- loading ---------------------------------------------------------------------
     def load(self, logical: str, columns: Sequence[str] = ()) -> EventTable:
@@ -191,7 +190,7 @@ class Report:
                 raise MissingData(self.missing_message(logical))
             parts = [self._load_physical(spec, table, [spec.column(c) for c in cols]) for table in physical]
             self._cache[key] = derive_ids(EventTable.concat(parts))
-            release_arrow_memory()
+            release_memory()
         return self._cache[key]
 
     def _load_physical(self, spec: TableSpec, table: str, cols: list[Col]) -> EventTable:
@@ -322,26 +321,6 @@ def starts_with(path: Path, magic: bytes) -> bool:
             return handle.read(len(magic)) == magic
     except OSError:
         return False
-
-
-def release_arrow_memory() -> None:
-    """Give freed memory back to the system: the buffers Arrow's allocator keeps for reuse (a
-    load's read slices, casts and encodings: a fifth of the peak), and the free pages of the C
-    heap, where glibc serves numpy arrays of up to 32 MB once freed ones have raised its mmap
-    threshold (the arrays of a finished phase would stay in the peak of the next)."""
-    pa.default_memory_pool().release_unused()
-    trim = _malloc_trim()
-    if trim is not None:
-        trim(0)
-
-
-@functools.cache
-def _malloc_trim() -> Callable[[int], int] | None:
-    """glibc's ``malloc_trim``; None elsewhere (macOS, musl)."""
-    try:
-        return ctypes.CDLL(None).malloc_trim
-    except (AttributeError, OSError, TypeError):
-        return None
 
 
 def derive_ids(table: EventTable) -> EventTable:

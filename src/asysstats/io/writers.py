@@ -19,7 +19,7 @@ from asysstats.errors import AsysError
 from asysstats.io.arrow import lines_bytes, text
 from asysstats.io.csvlines import csv_lines, row_numbers
 from asysstats.io.format import DASH, cells, pair_sides, texts, typed_value
-from asysstats.io.report import release_arrow_memory
+from asysstats.io.memory import release_memory
 from asysstats.registry import INT, PAIR_INNER, PAIR_TEXT, TEXT
 
 FORMATS = ("column", "csv", "json", "xlsx", "py")
@@ -43,7 +43,7 @@ def csv_parts(result: Result, decimals: int = 1) -> Iterator[bytes | memoryview]
     yield (",".join(["Row#"] + [c.name for c in result.columns]) + ",\n").encode("utf-8")
     step = piece_rows(result.rows)
     for start in range(0, result.rows, step):
-        release_arrow_memory()  # what the rule and the last piece freed: Arrow's allocator would keep it
+        release_memory()  # what the rule and the last piece freed: Arrow's allocator would keep it
         yield csv_lines(result, start, min(start + step, result.rows), decimals)
 
 

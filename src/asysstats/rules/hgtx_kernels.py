@@ -18,7 +18,7 @@ from asysstats.compute.intervals import distinct_sorted
 from asysstats.correlate import Pairs, activity_table, correlate
 from asysstats.engine import Gathered, Inputs
 from asysstats.hgtx import launch_rows, load_ranges, name_filter, pair_key, runtime_calls, subset
-from asysstats.io.report import release_arrow_memory
+from asysstats.io.memory import release_memory
 from asysstats.io.tables import NA, EventTable
 from asysstats.names import kernel_name_codes, kernel_name_ids
 from asysstats.registry import (DEVICE, INT, NAME_OPTIONS, NO_GRAPH_MAPPING, RANGE_EXCLUDE, RANGE_INCLUDE, TEXT,
@@ -58,7 +58,7 @@ class Links:
             k = np.concatenate([k, k_alone])
             graph = np.concatenate([graph, np.zeros(len(k_alone), dtype=bool)])
         self.range_row, self.kernel_row, self.via_graph = r, k, graph
-        release_arrow_memory()  # the correlation's temporaries
+        release_memory()  # the correlation's temporaries
 
     def reorder(self, order: np.ndarray) -> None:
         """Put the (range, kernel) rows in ``order``."""
