@@ -322,12 +322,12 @@ def name_filter(inputs: Inputs, names: np.ndarray, options: Mapping[str, Any]) -
     uniq, inverse = np.unique(names, return_inverse=True)
     texts = inputs.strings.lookup(uniq)
     keep = np.ones(len(uniq), dtype=bool)
-    for i, text in enumerate(texts):
-        text = text or ""
+    for i, name in enumerate(texts):
+        name = name or ""
         if include:
-            keep[i] = any(search(p, text, "option 'range-include'") for p in include)
+            keep[i] = any(search(p, name, "option 'range-include'") for p in include)
         if exclude and keep[i]:
-            keep[i] = not any(search(p, text, "option 'range-exclude'") for p in exclude)
+            keep[i] = not any(search(p, name, "option 'range-exclude'") for p in exclude)
     return keep[inverse.reshape(-1)]
 
 
