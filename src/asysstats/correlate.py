@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from asysstats.compute.intervals import covered_length_sorted, enclosing_pairs
-from asysstats.hgtx import find_filter_range, in_window, launch_rows, lookup, pair_key, runtime_calls, trusted
+from asysstats.engine import in_window
+from asysstats.hgtx import find_filter_range, launch_rows, lookup, pair_key, runtime_calls, trusted
 from asysstats.io.tables import EventTable, empty_table
 
 if TYPE_CHECKING:

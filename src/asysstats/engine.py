@@ -72,7 +72,7 @@ class Inputs:
         if not self.settings.keep_suspect_events:
             table = without_suspect_events(self, name, table)
         window = self.ppu_window if name in PPU_SIDE_TABLES else self.window
-        return self._in_window(table, window)
+        return in_window(table, window)
 
     def require(self, *names: str) -> None:
         if not any(self.report.has(n) for n in names):
@@ -134,12 +134,19 @@ class Inputs:
             return capture
         return window[0], window[1] if window[1] != INT64_MAX else max(capture[1], window[0])
 
-    def _in_window(self, table: EventTable, window: tuple[int, int] | None) -> EventTable:
-        if window is None or "start" not in table:
-            return table
-        start = table["start"]
-        end = np.maximum(table["end"], start) if "end" in table else start
-        return table.take((start >= window[0]) & (end <= window[1]))
+
+def in_window(table: EventTable, window: tuple[int, int] | None) -> EventTable:
+    """Rows lying entirely inside ``window`` (the rule for every event table)."""
+    return table if window is None or "start" not in table else table.take(window_mask(table, window))
+
+
+def window_mask(table: EventTable, window: tuple[int, int] | None) -> np.ndarray:
+    """Mask of the rows of :func:`in_window` (an event without an end is a point at its start)."""
+    if window is None:
+        return np.ones(table.rows, dtype=bool)
+    start = table["start"]
+    end = np.maximum(table["end"], start) if "end" in table else start
+    return (start >= window[0]) & (end <= window[1])
 
 
 def derived_names(columns: list[str]) -> list[str]:

@@ -28,7 +28,7 @@ import pyarrow.compute as pc
 
 from asysstats.compute.distinct import distinct
 from asysstats.compute.intervals import enclosing_pairs
-from asysstats.engine import Gathered, Inputs
+from asysstats.engine import Gathered, Inputs, window_mask
 from asysstats.errors import AsysError
 from asysstats.io.arrow import from_numpy, text
 from asysstats.io.tables import NA, EventTable, empty_table
@@ -74,12 +74,7 @@ def load_ranges(inputs: Inputs, columns: Sequence[str] = RANGE_COLUMNS) -> Event
         kept = trusted(inputs, "hgtx", EventTable({"row": np.arange(1, rows + 1)}))["row"]
         if len(kept) < rows:
             keep &= np.isin(ranges["rangeId"], kept)
-    return subset(EventTable({c: ranges[c] for c in columns}), keep)
-
-
-def subset(table: EventTable, keep: np.ndarray) -> EventTable:
-    """The rows of ``table`` that the mask ``keep`` selects (the table itself when it selects all)."""
-    return table if keep.all() else table.take(keep)
+    return EventTable({c: ranges[c] for c in columns}).take(keep)
 
 
 def trusted(inputs: Inputs, name: str, table: EventTable) -> EventTable:
@@ -88,19 +83,6 @@ def trusted(inputs: Inputs, name: str, table: EventTable) -> EventTable:
     if inputs.settings.keep_suspect_events:
         return table
     return without_suspect_events(inputs, name, table)
-
-
-def in_window(table: EventTable, window: tuple[int, int] | None) -> EventTable:
-    """Rows lying entirely inside ``window`` (the engine's rule for every event table)."""
-    return table if window is None else table.take(window_mask(table, window))
-
-
-def window_mask(table: EventTable, window: tuple[int, int] | None) -> np.ndarray:
-    """Mask of the rows of :func:`in_window`."""
-    if window is None:
-        return np.ones(table.rows, dtype=bool)
-    start = table["start"]
-    return (start >= window[0]) & (np.maximum(table["end"], start) <= window[1])
 
 
 def _empty_ranges() -> EventTable:

@@ -33,7 +33,11 @@ class EventTable(Mapping[str, np.ndarray]):
         return self._length
 
     def take(self, index: np.ndarray) -> "EventTable":
-        """Rows selected by a boolean mask or an index array."""
+        """Rows selected by a boolean mask or an index array; the table itself (no copy of its
+        columns) when a mask selects every row."""
+        index = np.asarray(index)
+        if index.dtype == np.bool_ and index.all():
+            return self
         return EventTable({name: values[index] for name, values in self._columns.items()})
 
     def with_columns(self, **columns: np.ndarray) -> "EventTable":

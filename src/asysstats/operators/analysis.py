@@ -107,7 +107,7 @@ def analyse(inputs: Inputs, options: Mapping[str, Any], mode: str = "demangled")
         every = load_activities(inputs, options.get("device"), mode)
         launch = launch_rows(runtime_calls(inputs.report), every)
         keep = range_filter(inputs, every, options, graph, launch)
-        acts = every if keep.all() else every.take(keep)  # no copy of every activity when none is left out
+        acts = every.take(keep)
         del every
         ktype, kcustom = classify_kernels(inputs.strings, np.where(acts["kind"] == 0, acts["raw"], -1), rules, types)
         acts = acts.with_columns(ktype=ktype, kcustom=kcustom)

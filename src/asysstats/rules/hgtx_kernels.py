@@ -17,7 +17,7 @@ from asysstats.compute.grouped import dense_group_ids, grouped_stats
 from asysstats.compute.intervals import distinct_sorted
 from asysstats.correlate import Pairs, activity_table, correlate
 from asysstats.engine import Gathered, Inputs
-from asysstats.hgtx import launch_rows, load_ranges, name_filter, pair_key, runtime_calls, subset
+from asysstats.hgtx import launch_rows, load_ranges, name_filter, pair_key, runtime_calls
 from asysstats.io.memory import release_memory
 from asysstats.io.tables import NA, EventTable
 from asysstats.names import kernel_name_codes, kernel_name_ids
@@ -42,7 +42,7 @@ class Links:
     def __init__(self, inputs: Inputs, options: Mapping[str, Any]) -> None:
         inputs.require("kernels")
         ranges = load_ranges(inputs, RANGE_CELLS)
-        self.ranges = subset(ranges, name_filter(inputs, ranges["name"], options))
+        self.ranges = ranges.take(name_filter(inputs, ranges["name"], options))
         self.kernels: EventTable = activity_table(inputs, "kernels", KERNEL_COLUMNS, options.get("device"))
         self.calls = runtime_calls(inputs.report)
         self.launch = launch_rows(self.calls, self.kernels)

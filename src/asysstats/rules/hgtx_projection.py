@@ -15,7 +15,7 @@ from asysstats.compute.grouped import grouped_stats, share_percent
 from asysstats.compute.intervals import covered_length_by_group
 from asysstats.correlate import Projection, correlate, ppu_activities, project
 from asysstats.engine import Gathered, Inputs
-from asysstats.hgtx import load_ranges, name_filter, range_stacks, subset
+from asysstats.hgtx import load_ranges, name_filter, range_stacks
 from asysstats.io.tables import EventTable
 from asysstats.registry import (DEVICE, INT, NO_GRAPH_MAPPING, PERCENT, RANGE_EXCLUDE, RANGE_INCLUDE, RANGE_MODE,
                                 TEXT, Column, Rule)
@@ -29,7 +29,7 @@ def projected_ranges(inputs: Inputs, options: Mapping[str, Any]) -> tuple[EventT
     """The selected ranges that have a projection, their projections, and the activities."""
     inputs.require("kernels", "memcpy", "memset")
     ranges = load_ranges(inputs, RANGE_CELLS)
-    ranges = subset(ranges, name_filter(inputs, ranges["name"], options))
+    ranges = ranges.take(name_filter(inputs, ranges["name"], options))
     activities = ppu_activities(inputs, options.get("device"))
     proj = project(correlate(inputs.report, ranges, activities, not options["no-graph-mapping"]),
                    activities, ranges.rows)
