@@ -31,7 +31,7 @@ from asysstats.compute.intervals import enclosing_pairs
 from asysstats.engine import Gathered, Inputs, window_mask
 from asysstats.errors import AsysError
 from asysstats.io.arrow import from_numpy, text
-from asysstats.io.tables import NA, EventTable, empty_table
+from asysstats.io.tables import NA, EventTable, LazyColumns, empty_table
 from asysstats.names import prefixed_ids
 from asysstats.regexes import search
 from asysstats.suspects import without_suspect_events
@@ -46,6 +46,8 @@ NAME_COLUMNS = ("rangeId", "name", "domain", "style", "pushpop", "globalTid", "p
 NESTING_COLUMNS = ("level", "parentId", "children", "childTime")
 RANGE_COLUMNS = NAME_COLUMNS + NESTING_COLUMNS
 
+NESTING_BATCH = 1 << 18  # ranges whose nesting is computed at once (whole threads)
+
 _CACHE: "weakref.WeakKeyDictionary[Report, EventTable]" = weakref.WeakKeyDictionary()
 
 
@@ -57,8 +59,7 @@ def all_ranges(report: "Report") -> EventTable:
         if not report.has("hgtx"):
             return _CACHE.setdefault(report, _empty_ranges())
         ranges = report.derived("hgtx_ranges", NAME_COLUMNS, ("name", "domain", "style"), lambda: _build_ranges(report))
-        nested = report.derived("hgtx_nesting", NESTING_COLUMNS, (), lambda: EventTable(
-            nesting(ranges["globalTid"], ranges["start"], ranges["end"], ranges["pushpop"] == 1, ranges["rangeId"])))
+        nested = report.derived("hgtx_nesting", NESTING_COLUMNS, (), lambda: _nesting_by_threads(ranges))
         _CACHE[report] = ranges.with_columns(**nested)
     return _CACHE[report]
 
@@ -89,25 +90,48 @@ def _empty_ranges() -> EventTable:
     return EventTable({c: np.empty(0, np.int64) for c in RANGE_COLUMNS})
 
 
-def _build_ranges(report: "Report") -> EventTable:
-    """The ranges' own columns (:data:`NAME_COLUMNS`), taken from the events a column at a time."""
+def _build_ranges(report: "Report") -> LazyColumns:
+    """The ranges' own columns (:data:`NAME_COLUMNS`), each taken from the events when it is read."""
     events = report.load("hgtx", HGTX_COLUMNS)
-    kind = events["eventType"]
+    kind, start, end = events["eventType"], events["start"], events["end"]
     keep = np.flatnonzero((kind == PUSHPOP) | (kind == STARTEND))
     label = np.where(events["text"] >= 0, events["text"], events["textId"])  # per event
     pool = report.strings
     domains = pool.canonical(_domain_names(events, label, keep))
     names = prefixed_ids(pool, domains, pool.canonical(label[keep]), sep=":")
     del label
-    start, end = events["start"], events["end"]
+    styles = pool.intern(["PushPop", "StartEnd"])
     last = max(int(start.max(initial=0)), int(end.max(initial=0)),
                getattr(report, "hgtx_end", None) or 0)  # a part of merged reports: the set's last
-    start, end = start[keep], end[keep]
-    pushpop = (kind[keep] == PUSHPOP).astype(np.int64)
-    return EventTable({"rangeId": keep + 1, "name": names, "domain": domains,
-                       "style": np.where(pushpop == 1, *pool.intern(["PushPop", "StartEnd"])), "pushpop": pushpop,
-                       **{c: events[c][keep] for c in ("globalTid", "pid", "tid")}, "start": start,
-                       "end": np.maximum(np.where(end < 0, last, end), start)})
+
+    def ended() -> np.ndarray:
+        kept = end[keep]
+        return np.maximum(np.where(kept < 0, last, kept), start[keep])
+
+    return LazyColumns({"rangeId": lambda: keep + 1, "name": lambda: names, "domain": lambda: domains,
+                        "style": lambda: np.where(kind[keep] == PUSHPOP, *styles),
+                        "pushpop": lambda: (kind[keep] == PUSHPOP).astype(np.int64),
+                        **{c: (lambda c=c: events[c][keep]) for c in ("globalTid", "pid", "tid", "start")},
+                        "end": ended})
+
+
+def _nesting_by_threads(ranges: EventTable) -> dict[str, np.ndarray]:
+    """:func:`nesting` of the ranges, over batches of whole threads of about ``NESTING_BATCH``
+    ranges each (ranges nest within their thread): the memory of its sorts in proportion to a
+    batch, not to every range."""
+    thread = ranges["globalTid"]
+    threads, counts = np.unique(thread, return_counts=True)
+    batch_of_thread = np.cumsum(counts) // NESTING_BATCH
+    if len(threads) < 2 or batch_of_thread[-2] == batch_of_thread[0]:  # one batch: no copies
+        return nesting(thread, ranges["start"], ranges["end"], ranges["pushpop"] == 1, ranges["rangeId"])
+    out = {c: np.empty(len(thread), np.int64) for c in NESTING_COLUMNS}
+    for b in np.unique(batch_of_thread):
+        rows = np.flatnonzero(np.isin(thread, threads[batch_of_thread == b]))
+        part = nesting(thread[rows], ranges["start"][rows], ranges["end"][rows], ranges["pushpop"][rows] == 1,
+                       ranges["rangeId"][rows])
+        for c, values in part.items():
+            out[c][rows] = values
+    return out
 
 
 def _domain_names(events: EventTable, label: np.ndarray, keep: np.ndarray) -> np.ndarray:

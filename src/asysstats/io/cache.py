@@ -77,11 +77,11 @@ class ColumnCache:
             path.unlink(missing_ok=True)
             return None
 
-    def put(self, table: str, column: str, values: pa.ChunkedArray) -> None:
-        """Store a column (give it one chunk, so that reuse maps it without a copy), through a
-        temporary file renamed into place."""
+    def put(self, table: str, column: str, values: pa.ChunkedArray) -> bool:
+        """Store a column (give a column of numbers one chunk, so that reuse maps it without a
+        copy), through a temporary file renamed into place; whether it was stored."""
         if not self.enabled:
-            return
+            return False
         target = self._file(table, column)
         temp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
         try:
@@ -89,14 +89,19 @@ class ColumnCache:
             with pa.OSFile(str(temp), "wb") as sink, pa.ipc.new_file(sink, frame.schema) as writer:
                 writer.write_table(frame)
             os.replace(temp, target)
+            return True
         except (OSError, pa.ArrowException):
             temp.unlink(missing_ok=True)
+            return False
+
+    def put_column(self, table: str, name: str, values: np.ndarray, text: bool, strings: StringPool) -> bool:
+        """Store a numpy column; a ``text`` one holds string ids and is stored as text."""
+        return self.put(table, name, pa.chunked_array([strings.dictionary(values) if text else from_numpy(values)]))
 
     def put_table(self, table: str, columns: dict[str, np.ndarray], text: Sequence[str], strings: StringPool) -> None:
         """Store numpy columns; the ``text`` columns hold string ids and are stored as text."""
         for name, values in columns.items():
-            array = strings.dictionary(values) if name in text else from_numpy(values)
-            self.put(table, name, pa.chunked_array([array]))
+            self.put_column(table, name, values, name in text, strings)
 
     def get_table(self, table: str, columns: dict[str, np.dtype], text: Sequence[str],
                   strings: StringPool) -> dict[str, np.ndarray] | None:

@@ -12,7 +12,7 @@ import contextlib
 import os
 import sys
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -98,9 +98,9 @@ class KinetoReport:
         return value if isinstance(value, int) else None
 
     def derived(self, name: str, columns: Sequence[str], text: Sequence[str],
-                build: Callable[[], EventTable]) -> EventTable:
+                build: Callable[[], Mapping[str, np.ndarray]]) -> EventTable:
         """A table computed from the report's tables (not cached: see ``Report.derived``)."""
-        return build()
+        return EventTable(build())
 
     def transient(self) -> contextlib.AbstractContextManager[None]:
         """Loads inside the block are kept (see ``Report.transient``): the trace's tables stay in memory anyway."""

@@ -1,8 +1,7 @@
 """Open a report read-only, detect its dialect, and load logical tables as typed columns.
 
-Bulk columns are read with connectorx (Arrow, no Python rows); metadata, strings and any
-table connectorx cannot read (mixed column types) go through the ``sqlite3`` module.
-The database is opened with ``mode=ro``; nothing is ever written next to or into it.
+The columns are read by :mod:`asysstats.io.reading` (or mapped from the column cache). The
+database is opened with ``mode=ro``; nothing is ever written next to or into it.
 """
 
 from __future__ import annotations
@@ -14,18 +13,18 @@ import shutil
 import sqlite3
 import tempfile
 import urllib.parse
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from asysstats.errors import AsysError, MissingData
-from asysstats.io.arrow import from_numpy, one_chunk, to_numpy
+from asysstats.io.arrow import from_numpy, to_numpy
 from asysstats.io.cache import ColumnCache
 from asysstats.io.memory import release_memory
+from asysstats.io.reading import TableReader
 from asysstats.io.schema import ASYSREP, DIALECT_MARKERS, NSYS, TABLES, Col, TableSpec
 from asysstats.io.strings import StringPool
 from asysstats.io.tables import EventTable
@@ -35,7 +34,6 @@ if TYPE_CHECKING:
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 LOCK_TIMEOUT_S = 2.0  # how long to wait for a writer's lock before giving up
-PARALLEL_READ_ROWS = 1_000_000  # tables with more rows are read in slices on parallel threads
 DERIVED_FORMAT = 1  # bump when a derived table (hgtx.all_ranges) is built differently
 
 
@@ -97,12 +95,12 @@ class Report:
             self._con = sqlite3.connect(uri, uri=True, check_same_thread=False, timeout=LOCK_TIMEOUT_S)
             self._con.text_factory = lambda b: b.decode("utf-8", errors="replace")
             names = [r[0] for r in self._con.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+            self._reader = TableReader(self.path, self._file, self._con)
         except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:  # a damaged schema may not decode
             raise AsysError(f"{self.path}: unreadable SQLite database ({exc})") from exc
         except OSError as exc:
             raise AsysError(f"{self.path}: cannot read ({exc})") from exc
         self._tables = set(names)
-        self._columns: dict[str, list[str]] = {}
         self.dialect = self._detect_dialect()
         self.strings = StringPool(self._fetch_strings)
         self._cache: dict[tuple[str, tuple[str, ...]], EventTable] = {}
@@ -127,10 +125,7 @@ class Report:
         raise AsysError(f"{self.path}: not an asysrep or Nsight Systems export (no StringIds table)")
 
     def table_columns(self, table: str) -> list[str]:
-        if table not in self._columns:
-            rows = self._query(table, f"PRAGMA table_info('{table}')")
-            self._columns[table] = [r[1] for r in rows]
-        return self._columns[table]
+        return self._reader.table_columns(table)
 
     def physical_tables(self, logical: str) -> list[str]:
         spec = TABLES[logical]
@@ -144,26 +139,37 @@ class Report:
         return missing_message(self.path, TABLES[logical])
 
     def derived(self, name: str, columns: Sequence[str], text: Sequence[str],
-                build: Callable[[], EventTable]) -> EventTable:
+                build: Callable[[], Mapping[str, np.ndarray]]) -> EventTable:
         """A table of int64 ``columns`` computed from the report by ``build`` (the ``text``
         columns hold string ids), kept in the column cache so that later runs skip the work.
-        Once stored, it is returned as the cache maps it (only the columns read take memory),
-        and the tables loaded only to build it are not kept."""
+        The columns are stored one at a time as read from what ``build`` returns (a
+        :class:`LazyColumns` computes each then), the text columns last, once the tables loaded
+        only to build them are dropped; they are returned as the cache maps them (only the
+        columns read take memory)."""
         if self._column_cache is None:
-            return build()
+            return EventTable(build())
         table = f"derived{DERIVED_FORMAT}.{name}"
         types = dict.fromkeys(columns, np.dtype(np.int64))
         found = self._column_cache.get_table(table, types, text, self.strings)
         if found is None or len(found) != len(columns):
             with self.transient():
                 built = build()
-            self._column_cache.put_table(table, {c: built[c] for c in columns}, text, self.strings)
-            found = self._column_cache.get_table(table, types, text, self.strings)
-            if found is None or len(found) != len(columns):  # not stored (a read-only cache folder)
-                found = {c: built[c] for c in columns}
-            del built
+                kept = self._store(table, ((c, built[c]) for c in columns if c not in text), text)
+                texts = {c: built[c] for c in columns if c in text}
+                del built
+            kept |= self._store(table, texts.items(), text)
+            del texts
+            found = {**(self._column_cache.get_table(table, types, text, self.strings) or {}), **kept}
             release_memory()
         return EventTable(found)
+
+    def _store(self, table: str, columns: Iterable[tuple[str, np.ndarray]], text: Sequence[str]) -> dict[str, np.ndarray]:
+        """Store derived columns one at a time; those not stored (a read-only cache folder)."""
+        kept = {}
+        for name, values in columns:
+            if not self._column_cache.put_column(table, name, values, name in text, self.strings):  # type: ignore[union-attr]
+                kept[name] = values
+        return kept
 
     @contextlib.contextmanager
     def transient(self) -> Iterator[None]:
@@ -204,11 +210,7 @@ class Report:
         return EventTable({c.name: self._to_numpy(columns[c.name], c, table) for c in cols})
 
     def _read_and_cache(self, table: str, cols: list[Col]) -> dict[str, pa.ChunkedArray]:
-        arrow = self._read_arrow(table, self._select(table, cols), cols)
-        columns = {}
-        for c in cols:  # one chunk per column (the cache maps it without a copy); the slices freed as it goes
-            columns[c.name] = pa.chunked_array([one_chunk(arrow.column(c.name))])
-            arrow = arrow.drop_columns([c.name])
+        columns = self._reader.read(table, cols)
         if self._column_cache is not None:
             for name, values in columns.items():
                 self._column_cache.put(table, name, values)
@@ -219,50 +221,6 @@ class Report:
             return {}
         found = {c.name: self._column_cache.get(table, c.name) for c in cols}
         return {k: v for k, v in found.items() if v is not None}
-
-    def _select(self, table: str, cols: list[Col]) -> str:
-        present = set(self.table_columns(table))
-        select = []
-        for col in cols:
-            source = next((s for s in col.physical() if s in present), None)
-            if source is None and col.required:
-                raise AsysError(f"{self.path}: table {table} has no column {col.physical()[0]}")
-            select.append(f'"{source}"' if source else "NULL")
-        return f'SELECT {", ".join(f"{s} AS {c.name}" for s, c in zip(select, cols))} FROM "{table}"'
-
-    def _read_arrow(self, table: str, query: str, cols: list[Col]) -> pa.Table:
-        try:
-            result = self._read_connectorx(table, query)
-            if result.num_columns == len(cols):
-                return result
-        except Exception:  # connectorx rejects mixed-type columns and some NULL-only columns
-            pass
-        rows = self._query(table, query)
-        arrays = list(zip(*rows)) if rows else [()] * len(cols)
-        try:
-            return pa.table({c.name: pa.array(list(a), type=arrow_type(c)) for c, a in zip(cols, arrays)})
-        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError) as exc:
-            bad = next((c.name for c, a in zip(cols, arrays) if not values_fit(c, a)), "?")
-            raise AsysError(f"{self.path}: table {table}, column {bad}: values of the wrong type ({exc})") from exc
-
-    def _read_connectorx(self, table: str, query: str) -> pa.Table:
-        """Read with connectorx; large tables in rowid slices on parallel threads, kept in order."""
-        import connectorx
-
-        # separate queries: SQLite answers a lone min() or max() of the rowid from the b-tree,
-        # but both in one query scan the table
-        lo, hi = (self.scalar(table, f'SELECT {end}(rowid) FROM "{table}"') for end in ("min", "max"))
-        parts = min(os.cpu_count() or 1, 4)
-        if lo is None or hi - lo < PARALLEL_READ_ROWS or parts < 2:
-            return connectorx.read_sql(self._cx_uri(), query, return_type="arrow")
-        step = (hi - lo) // parts + 1
-        queries = [f"{query} WHERE rowid >= {lo + i * step} AND rowid < {lo + (i + 1) * step}" for i in range(parts)]
-        with ThreadPoolExecutor(parts) as pool:
-            tables = list(pool.map(lambda q: connectorx.read_sql(self._cx_uri(), q, return_type="arrow"), queries))
-        return pa.concat_tables(tables)
-
-    def _cx_uri(self) -> str:
-        return "sqlite://" + urllib.parse.quote(str(self._file.resolve()))
 
     def _to_numpy(self, column: pa.ChunkedArray, col: Col, table: str) -> np.ndarray:
         if col.kind == "text":
@@ -292,14 +250,10 @@ class Report:
         return [(int(i), v if isinstance(v, str) else str(v)) for i, v in out]
 
     def _query(self, table: str, sql: str, params: Sequence[object] = ()) -> list[tuple]:
-        try:
-            return self._con.execute(sql, params).fetchall()
-        except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:  # a damaged schema may not decode
-            raise AsysError(f"{self.path}: cannot read table {table} ({exc})") from exc
+        return self._reader.query(table, sql, params)
 
     def scalar(self, table: str, sql: str) -> object:
-        rows = self._query(table, sql)
-        return rows[0][0] if rows else None
+        return self._reader.scalar(table, sql)
 
 
 def open_report(path: str | os.PathLike[str], cache: bool = True) -> "Report | KinetoReport":
@@ -332,18 +286,6 @@ def derive_ids(table: EventTable) -> EventTable:
     elif "globalPid" in table and "pid" not in table:
         extra = {"pid": (table["globalPid"] >> 24) & 0xFFFFFF}
     return table.with_columns(**extra) if extra else table
-
-
-def arrow_type(col: Col) -> pa.DataType:
-    if col.kind == "text":
-        return pa.string()
-    return pa.float64() if col.kind == "float" else pa.int64()
-
-
-def values_fit(col: Col, values: Sequence[object]) -> bool:
-    if col.kind == "text":
-        return all(v is None or isinstance(v, str) for v in values)
-    return all(v is None or isinstance(v, (int, float)) for v in values)
 
 
 def missing_message(path: Path, spec: TableSpec) -> str:

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from asysstats.compute.distinct import DERIVED_BASE, Coded, distinct
-from asysstats.io.arrow import from_numpy, from_texts, one_chunk, to_numpy, valid_mask
+from asysstats.io.arrow import from_numpy, from_texts, to_numpy, valid_mask
 from asysstats.io.textindex import TextIndex
 
 MISSING = -1
@@ -73,17 +73,19 @@ class StringPool:
         return self._register(from_texts(values)) if values else np.empty(0, np.int64)
 
     def intern_texts(self, column: pa.Array | pa.ChunkedArray) -> np.ndarray:
-        """A text column (plain or dictionary-encoded) interned: the string ids, -1 for null."""
+        """A text column (plain or dictionary-encoded) interned: the string ids, -1 for null.
+        A chunk at a time (new ids in order of first occurrence all the same)."""
         out = np.full(len(column), MISSING, dtype=np.int64)
-        if len(column) == 0 or column.null_count == len(column):
-            return out
-        array = one_chunk(column) if isinstance(column, pa.ChunkedArray) else column
-        if not pa.types.is_dictionary(array.type):
-            array = pc.dictionary_encode(array.cast(pa.string()))
-        ids = self._register(array.dictionary)
-        indices = to_numpy(array.indices, np.dtype(f"int{array.indices.type.bit_width}"))
-        valid = valid_mask(array.indices)
-        out[valid] = ids[indices[valid].astype(np.int64)]
+        at = 0
+        for array in column.chunks if isinstance(column, pa.ChunkedArray) else [column]:
+            if array.null_count < len(array):
+                if not pa.types.is_dictionary(array.type):
+                    array = pc.dictionary_encode(array.cast(pa.string()))
+                ids = self._register(array.dictionary)
+                indices = to_numpy(array.indices, np.dtype(f"int{array.indices.type.bit_width}"))
+                valid = valid_mask(array.indices)
+                out[at:at + len(array)][valid] = ids[indices[valid]]
+            at += len(array)
         return out
 
     def _register(self, values: pa.Array, ids: np.ndarray | None = None) -> np.ndarray:
@@ -111,17 +113,24 @@ class StringPool:
         return known[slot[first]]
 
     def _add(self, block: Block, derived: bool) -> None:
-        """Keep ``block``; small blocks are joined to the small block before them."""
-        if derived:
-            self._derived.append(block.values)
-            self._count += len(block.values)
-            if len(self._derived) > 1 and max(len(self._derived[-2]), len(block.values)) < SMALL_BLOCK:
-                self._derived[-2:] = [pa.concat_arrays(self._derived[-2:])]
+        """Keep ``block`` (its strings the next derived ids when ``derived``); small blocks are
+        joined to the small block before them, small derived pieces likewise (one array for
+        both when the block before holds the last derived piece)."""
         last = self._blocks[-1] if self._blocks else None
+        joined = None
         if last is not None and max(len(last.values), len(block.values)) < SMALL_BLOCK:
-            block = Block(pa.concat_arrays([last.values, block.values]), np.concatenate([last.ids, block.ids]))
-            self._blocks.pop()
-        self._blocks.append(block)
+            joined = Block(pa.concat_arrays([last.values, block.values]), np.concatenate([last.ids, block.ids]))
+            self._blocks[-1] = joined
+        else:
+            self._blocks.append(block)
+        if derived:
+            self._count += len(block.values)
+            if joined is not None and self._derived and self._derived[-1] is last.values:
+                self._derived[-1] = joined.values
+            elif self._derived and max(len(self._derived[-1]), len(block.values)) < SMALL_BLOCK:
+                self._derived[-1] = pa.concat_arrays([self._derived[-1], block.values])
+            else:
+                self._derived.append(block.values)
 
     def texts(self, ids: np.ndarray, missing: str | None = None) -> pa.Array:
         """The strings of ``ids`` as an Arrow string array; a missing id (negative) is null,
@@ -132,18 +141,27 @@ class StringPool:
         report = (ids >= 0) & (ids < DERIVED_BASE)
         uniq, inverse = distinct(ids[report])
         self.load(uniq.tolist())
-        parts = [from_texts([missing]), from_texts([self._resolved(int(u)) for u in uniq])]
-        slot = np.zeros(len(ids), np.int64)
-        slot[report] = 1 + inverse
-        taken = 1 + len(uniq)
+        parts: list[pa.Array] = []
+        slot = np.zeros(len(ids), np.int64)  # each row's position in the parts joined
+        if (ids < 0).any():
+            parts.append(from_texts([missing]))
+        if len(uniq):
+            slot[report] = len(parts) + inverse
+            parts.append(from_texts([self._resolved(int(u)) for u in uniq]))
+        taken = sum(map(len, parts))
         starts = DERIVED_BASE + np.cumsum([0] + [len(chunk) for chunk in self._derived])
         for chunk, start, stop in zip(self._derived, starts[:-1], starts[1:]):  # a chunked take copies every chunk
             rows = np.flatnonzero((ids >= start) & (ids < stop))
             if len(rows):
-                parts.append(chunk.take(from_numpy(ids[rows] - start)))
+                index = ids[rows] - start
+                whole = np.array_equal(index, np.arange(len(chunk)))
+                parts.append(chunk if whole else chunk.take(from_numpy(index)))
                 slot[rows] = taken + np.arange(len(rows))
                 taken += len(rows)
-        return pa.concat_arrays(parts).take(from_numpy(slot))
+        if not parts:
+            return from_texts([])
+        joined = parts[0] if len(parts) == 1 else pa.concat_arrays(parts)
+        return joined if np.array_equal(slot, np.arange(len(ids))) else joined.take(from_numpy(slot))
 
     def dictionary(self, ids: np.ndarray) -> pa.DictionaryArray:
         """String ids as dictionary-encoded text (a missing id, -1, as null): the inverse of

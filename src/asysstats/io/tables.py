@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterator, Mapping
+from typing import Callable, Iterator, Mapping
 
 import numpy as np
 
@@ -49,6 +49,23 @@ class EventTable(Mapping[str, np.ndarray]):
             return parts[0]
         names = parts[0].keys()
         return EventTable({n: np.concatenate([p[n] for p in parts]) for n in names})
+
+
+class LazyColumns(Mapping[str, np.ndarray]):
+    """Columns computed each time one is read, and not kept: a derived table stored a column
+    at a time (``Report.derived``) never holds all of them at once."""
+
+    def __init__(self, columns: Mapping[str, Callable[[], np.ndarray]]) -> None:
+        self._columns = dict(columns)
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return self._columns[name]()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._columns)
+
+    def __len__(self) -> int:
+        return len(self._columns)
 
 
 def empty_table(names: list[str], float_names: frozenset[str] = frozenset()) -> EventTable:

@@ -16,7 +16,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -64,9 +64,9 @@ class MergedReport:
         return f"MergedReport({len(self.members)} reports on {self.executor.name})"
 
     def derived(self, name: str, columns: Sequence[str], text: Sequence[str],
-                build: Callable[[], EventTable]) -> EventTable:
+                build: Callable[[], Mapping[str, np.ndarray]]) -> EventTable:
         """A table computed from the report's tables (not cached: see ``Report.derived``)."""
-        return build()
+        return EventTable(build())
 
     def transient(self) -> contextlib.AbstractContextManager[None]:
         """Loads inside the block are kept (see ``Report.transient``): loading again gathers from every report."""

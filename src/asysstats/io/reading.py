@@ -1,0 +1,130 @@
+"""Reading a report's tables as Arrow columns from its SQLite file (opened read-only).
+
+Bulk columns are read with connectorx (Arrow, no Python rows), a large table in rowid slices
+on parallel threads; metadata, strings and any table connectorx cannot read (mixed column
+types, a column absent from the table) go through the ``sqlite3`` module. Inline text is
+dictionary-encoded per slice as it arrives, so that the read never holds more than a few
+slices' text at once.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import urllib.parse
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from asysstats.errors import AsysError
+from asysstats.io.arrow import one_chunk
+from asysstats.io.memory import release_memory
+from asysstats.io.schema import Col
+
+SLICE_ROWS = 1 << 18  # a table of more rows is read in rowid slices of this many, on parallel threads
+
+
+class TableReader:
+    """Columns of the tables of one SQLite file (``file``: what is read; ``path``: the report, for messages)."""
+
+    def __init__(self, path: Path, file: Path, con: sqlite3.Connection) -> None:
+        self.path = path
+        self._file = file
+        self._con = con
+        self._columns: dict[str, list[str]] = {}
+
+    def query(self, table: str, sql: str, params: Sequence[object] = ()) -> list[tuple]:
+        try:
+            return self._con.execute(sql, params).fetchall()
+        except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:  # a damaged schema may not decode
+            raise AsysError(f"{self.path}: cannot read table {table} ({exc})") from exc
+
+    def scalar(self, table: str, sql: str) -> object:
+        rows = self.query(table, sql)
+        return rows[0][0] if rows else None
+
+    def table_columns(self, table: str) -> list[str]:
+        if table not in self._columns:
+            self._columns[table] = [r[1] for r in self.query(table, f"PRAGMA table_info('{table}')")]
+        return self._columns[table]
+
+    def read(self, table: str, cols: list[Col]) -> dict[str, pa.ChunkedArray]:
+        """The columns of ``table``: numbers in one chunk (the cache maps it without a copy),
+        text dictionary-encoded, a chunk per slice read."""
+        query = self._select(table, cols)
+        try:
+            arrow = self._read_connectorx(table, query, cols)
+        except Exception:  # connectorx rejects mixed-type columns and NULL literals
+            arrow = None
+        if arrow is None or arrow.num_columns != len(cols):
+            arrow = self._read_sqlite3(table, query, cols)
+        columns = {}
+        for c in cols:  # the slices freed a column at a time
+            values = arrow.column(c.name)
+            columns[c.name] = values if c.kind == "text" else pa.chunked_array([one_chunk(values)])
+            arrow = arrow.drop_columns([c.name])
+        release_memory()  # what the reading threads freed (the slices' plain text): out of the peak of what follows
+        return columns
+
+    def _select(self, table: str, cols: list[Col]) -> str:
+        present = set(self.table_columns(table))
+        select = []
+        for col in cols:
+            source = next((s for s in col.physical() if s in present), None)
+            if source is None and col.required:
+                raise AsysError(f"{self.path}: table {table} has no column {col.physical()[0]}")
+            select.append(f'"{source}"' if source else "NULL")
+        return f'SELECT {", ".join(f"{s} AS {c.name}" for s, c in zip(select, cols))} FROM "{table}"'
+
+    def _read_connectorx(self, table: str, query: str, cols: list[Col]) -> pa.Table:
+        """Read with connectorx; a large table in rowid slices on parallel threads, kept in order."""
+        import connectorx
+
+        uri = "sqlite://" + urllib.parse.quote(str(self._file.resolve()))
+        text = [c.name for c in cols if c.kind == "text"]
+
+        def read(sql: str) -> pa.Table:
+            return encoded(connectorx.read_sql(uri, sql, return_type="arrow"), text)
+
+        # separate queries: SQLite answers a lone min() or max() of the rowid from the b-tree,
+        # but both in one query scans the table
+        lo, hi = (self.scalar(table, f'SELECT {end}(rowid) FROM "{table}"') for end in ("min", "max"))
+        threads = min(os.cpu_count() or 1, 4)
+        if lo is None or hi - lo < SLICE_ROWS or threads < 2:
+            return read(query)
+        queries = [f"{query} WHERE rowid >= {at} AND rowid < {at + SLICE_ROWS}" for at in range(lo, hi + 1, SLICE_ROWS)]
+        with ThreadPoolExecutor(threads) as pool:
+            return pa.concat_tables(list(pool.map(read, queries)))
+
+    def _read_sqlite3(self, table: str, query: str, cols: list[Col]) -> pa.Table:
+        rows = self.query(table, query)
+        arrays = list(zip(*rows)) if rows else [()] * len(cols)
+        try:
+            return pa.table({c.name: pa.array(list(a), type=arrow_type(c)) for c, a in zip(cols, arrays)})
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError) as exc:
+            bad = next((c.name for c, a in zip(cols, arrays) if not values_fit(c, a)), "?")
+            raise AsysError(f"{self.path}: table {table}, column {bad}: values of the wrong type ({exc})") from exc
+
+
+def encoded(table: pa.Table, text: list[str]) -> pa.Table:
+    """``table`` with its ``text`` columns dictionary-encoded (one dictionary, one chunk), their
+    plain text freed."""
+    for name in text:
+        index = table.schema.get_field_index(name)
+        table = table.set_column(index, name, pa.chunked_array([pc.dictionary_encode(table.column(index)).combine_chunks()]))
+    return table
+
+
+def arrow_type(col: Col) -> pa.DataType:
+    if col.kind == "text":
+        return pa.string()
+    return pa.float64() if col.kind == "float" else pa.int64()
+
+
+def values_fit(col: Col, values: Sequence[object]) -> bool:
+    if col.kind == "text":
+        return all(v is None or isinstance(v, str) for v in values)
+    return all(v is None or isinstance(v, (int, float)) for v in values)
