@@ -60,10 +60,11 @@ class Links:
         self.range_row, self.kernel_row, self.via_graph = r, k, graph
         release_memory()  # the correlation's temporaries
 
-    def reorder(self, order: np.ndarray) -> None:
-        """Put the (range, kernel) rows in ``order``."""
-        for name in ("range_row", "kernel_row", "via_graph"):
-            setattr(self, name, getattr(self, name)[order])
+    def sort(self, kernel_order: np.ndarray, range_order: np.ndarray) -> None:
+        """Put the rows in the order of their kernels in ``kernel_order``, then of their
+        ranges in ``range_order`` (:func:`sorted_pairs`)."""
+        self.kernel_row, self.range_row, self.via_graph = sorted_pairs(
+            self.kernel_row, self.range_row, self.via_graph, kernel_order, range_order)
 
     def owner(self) -> np.ndarray:
         """Per row, the row of :meth:`owner_values` it takes its thread and range cells from:
@@ -159,12 +160,28 @@ KERN_SUM = Rule(
 )
 
 
-def positions(keys: tuple[np.ndarray, ...]) -> np.ndarray:
-    """Each row's position in the order of ``np.lexsort(keys)``."""
-    order = np.lexsort(keys)
-    out = np.empty(len(order), np.int64)
-    out[order] = np.arange(len(order))
-    return out
+def sorted_pairs(kernel_row: np.ndarray, range_row: np.ndarray, via_graph: np.ndarray, kernel_order: np.ndarray,
+                 range_order: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The (kernel row, range row, via graph) pairs in the order of their kernels in
+    ``kernel_order``, then of their ranges in ``range_order`` (a standalone row, range -1,
+    first), as int32 rows: one ``np.sort`` of packed keys, from which the rows are read back
+    (a pair occurs once, so the keys are distinct; int32 rows keep them below 2**63)."""
+    span = len(range_order) + 1  # range positions from 1; 0: standalone
+    range_pos = np.zeros(span, np.int64)
+    range_pos[range_order + 1] = np.arange(1, span)
+    kernel_pos = np.empty(len(kernel_order), np.int64)
+    kernel_pos[kernel_order] = np.arange(len(kernel_order))
+    key = kernel_pos[kernel_row] * span
+    key += range_pos[range_row + 1]
+    key <<= 1
+    key |= via_graph
+    del kernel_pos, range_pos
+    key.sort()
+    graph = (key & 1).astype(bool)
+    key >>= 1
+    ranges = np.append(-1, range_order).astype(np.int32)[key % span]
+    key //= span
+    return kernel_order.astype(np.int32)[key], ranges, graph
 
 
 def kern_trace(inputs: Inputs, options: Mapping[str, Any]) -> dict:
@@ -173,13 +190,8 @@ def kern_trace(inputs: Inputs, options: Mapping[str, Any]) -> dict:
     kernel_names = kernel_name_ids(inputs.strings, kernels, name_mode(options))
     ranges = links.ranges
     # kernel (start, name, row), then range (none first; start, name, id): each sorted once
-    kernel_pos = positions((kernels["row"], inputs.strings.sort_rank(kernel_names), kernels["start"]))
-    range_pos = np.concatenate([[0], positions((ranges["rangeId"], inputs.strings.sort_rank(ranges["name"]),
-                                                ranges["start"])) + 1])
-    key = kernel_pos[links.kernel_row] * (ranges.rows + 1) + range_pos[links.range_row + 1]
-    del kernel_pos, range_pos
-    links.reorder(np.argsort(key, kind="stable"))  # the rows in output order; every cell gathered when written
-    del key
+    links.sort(np.lexsort((kernels["row"], inputs.strings.sort_rank(kernel_names), kernels["start"])),
+               np.lexsort((ranges["rangeId"], inputs.strings.sort_rank(ranges["name"]), ranges["start"])))
     k = links.kernel_row
     grid, block = dimension_ids(inputs, kernels)
     graph_node = kernels["graphNodeId"]
