@@ -1,4 +1,4 @@
-"""The order of hgtx_kern_trace's (kernel, range) rows (asysstats.rules.hgtx_kernels.sorted_pairs)."""
+"""The order of hgtx_kern_trace's rows (asysstats.rules.hgtx_kernels.start_order and sorted_pairs)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from asysstats.rules.hgtx_kernels import sorted_pairs
+from asysstats.io.strings import StringPool
+from asysstats.rules.hgtx_kernels import sorted_pairs, start_order
 
 
 @st.composite
@@ -33,3 +34,14 @@ def test_pairs_sort_by_kernel_position_then_range_position_standalone_first(draw
                       key=lambda p: (kernel_order.index(p[0]), position[p[1]]))
     assert [column.tolist() for column in got] == ([list(c) for c in zip(*expected)] or [[], [], []])
     assert got[0].dtype == np.int32 and got[1].dtype == np.int32 and got[2].dtype == bool
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 4), st.sampled_from(["b", "a", "ab", "", "é"])), max_size=30))
+def test_start_order_sorts_by_start_then_name_text_then_id(rows):
+    strings = StringPool()
+    start = np.array([r[0] for r in rows], np.int64)
+    names = strings.intern([r[1] for r in rows]) if rows else np.empty(0, np.int64)
+    ids = np.arange(len(rows), dtype=np.int64) * 3
+    got = start_order(strings, start, names, ids)
+    assert got.tolist() == sorted(range(len(rows)), key=lambda i: (rows[i][0], rows[i][1].encode(), ids[i]))

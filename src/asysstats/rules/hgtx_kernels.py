@@ -19,6 +19,7 @@ from asysstats.correlate import Pairs, activity_table, correlate
 from asysstats.engine import Gathered, Inputs
 from asysstats.hgtx import launch_rows, load_ranges, name_filter, pair_key, runtime_calls
 from asysstats.io.memory import release_memory
+from asysstats.io.strings import StringPool
 from asysstats.io.tables import NA, EventTable
 from asysstats.names import kernel_name_codes, kernel_name_ids
 from asysstats.registry import (DEVICE, INT, NAME_OPTIONS, NO_GRAPH_MAPPING, RANGE_EXCLUDE, RANGE_INCLUDE, TEXT,
@@ -184,14 +185,28 @@ def sorted_pairs(kernel_row: np.ndarray, range_row: np.ndarray, via_graph: np.nd
     return kernel_order.astype(np.int32)[key], ranges, graph
 
 
+def start_order(strings: StringPool, start: np.ndarray, names: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """Rows in order of start, then name (text order), then id. Names are ranked only where
+    starts tie: elsewhere the rank is 0, so the sort is mostly one of the (ordered) starts."""
+    by_start = np.argsort(start, kind="stable")  # fast on the tables' start order
+    same = np.diff(start[by_start]) == 0
+    tie = np.zeros(len(start), dtype=bool)  # in start order: equal to the next start or the previous
+    tie[1:] = same
+    tie[:-1] |= same
+    tied = by_start[tie]
+    rank = np.zeros(len(start), np.int64)
+    rank[tied] = strings.sort_rank(names[tied])
+    return np.lexsort((ids, rank, start))
+
+
 def kern_trace(inputs: Inputs, options: Mapping[str, Any]) -> dict:
     links = Links(inputs, options)
     kernels = links.kernels
     kernel_names = kernel_name_ids(inputs.strings, kernels, name_mode(options))
     ranges = links.ranges
-    # kernel (start, name, row), then range (none first; start, name, id): each sorted once
-    links.sort(np.lexsort((kernels["row"], inputs.strings.sort_rank(kernel_names), kernels["start"])),
-               np.lexsort((ranges["rangeId"], inputs.strings.sort_rank(ranges["name"]), ranges["start"])))
+    # kernel (start, name, row), then range (none first; start, name, id)
+    links.sort(start_order(inputs.strings, kernels["start"], kernel_names, kernels["row"]),
+               start_order(inputs.strings, ranges["start"], ranges["name"], ranges["rangeId"]))
     k = links.kernel_row
     grid, block = dimension_ids(inputs, kernels)
     graph_node = kernels["graphNodeId"]
