@@ -247,7 +247,7 @@ class StackColumn(TextColumn):
         np.cumsum(np.count_nonzero(used, axis=1), out=offsets[1:])
         ids = pc.cast(from_numpy(ranges["rangeId"][stack[used]]), pa.string())
         joined = pc.binary_join(pa.ListArray.from_arrays(from_numpy(offsets), ids), text(":"))
-        return pc.binary_join_element_wise(text(""), joined, text(":"))
+        return pc.binary_join_element_wise(text(""), joined, text(":"))  # ":" before the first id
 
 
 # -- launching calls and the innermost range --------------------------------------------------
