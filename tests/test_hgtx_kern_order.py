@@ -1,4 +1,4 @@
-"""The sort positions that order hgtx_kern_trace (asysstats.rules.hgtx_kernels.positions)."""
+"""The order of hgtx_kern_trace's rows (asysstats.rules.hgtx_kernels.start_order and sorted_pairs)."""
 
 from __future__ import annotations
 
@@ -6,15 +6,42 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from asysstats.rules.hgtx_kernels import positions
+from asysstats.io.strings import StringPool
+from asysstats.rules.hgtx_kernels import sorted_pairs, start_order
 
-rows = st.lists(st.tuples(st.integers(-3, 3), st.integers(-3, 3), st.integers(-3, 3)), max_size=40)
+
+@st.composite
+def pairs(draw):
+    kernels, ranges = draw(st.integers(1, 6)), draw(st.integers(0, 5))
+    cells = [(k, r) for k in range(kernels) for r in range(-1, ranges)]
+    chosen = draw(st.lists(st.sampled_from(cells), unique=True, max_size=len(cells)))
+    graph = draw(st.lists(st.booleans(), min_size=len(chosen), max_size=len(chosen)))
+    kernel_order = draw(st.permutations(range(kernels)))
+    range_order = draw(st.permutations(range(ranges)))
+    return chosen, graph, kernel_order, range_order
 
 
 @settings(max_examples=80, deadline=None)
-@given(rows)
-def test_positions_rank_rows_by_their_keys_last_key_first(values):
-    keys = np.array(values, dtype=np.int64).reshape(-1, 3)
-    got = positions((keys[:, 0], keys[:, 1], keys[:, 2]))
-    brute = sorted(range(len(values)), key=lambda i: (values[i][2], values[i][1], values[i][0], i))
-    assert got.tolist() == [brute.index(i) for i in range(len(values))]
+@given(pairs())
+def test_pairs_sort_by_kernel_position_then_range_position_standalone_first(drawn):
+    chosen, graph, kernel_order, range_order = drawn
+    k = np.array([c[0] for c in chosen], np.int32)
+    r = np.array([c[1] for c in chosen], np.int32)
+    got = sorted_pairs(k, r, np.array(graph, bool), np.array(kernel_order, np.int64),
+                       np.array(range_order, np.int64))
+    position = {row: i for i, row in enumerate(range_order)} | {-1: -1}
+    expected = sorted(zip(k.tolist(), r.tolist(), graph),
+                      key=lambda p: (kernel_order.index(p[0]), position[p[1]]))
+    assert [column.tolist() for column in got] == ([list(c) for c in zip(*expected)] or [[], [], []])
+    assert got[0].dtype == np.int32 and got[1].dtype == np.int32 and got[2].dtype == bool
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 4), st.sampled_from(["b", "a", "ab", "", "é"])), max_size=30))
+def test_start_order_sorts_by_start_then_name_text_then_id(rows):
+    strings = StringPool()
+    start = np.array([r[0] for r in rows], np.int64)
+    names = strings.intern([r[1] for r in rows]) if rows else np.empty(0, np.int64)
+    ids = np.arange(len(rows), dtype=np.int64) * 3
+    got = start_order(strings, start, names, ids)
+    assert got.tolist() == sorted(range(len(rows)), key=lambda i: (rows[i][0], rows[i][1].encode(), ids[i]))

@@ -231,12 +231,25 @@ def range_stacks(report: "Report", range_ids: np.ndarray | Gathered) -> "StackCo
     return StackColumn(all_ranges(report), range_ids)
 
 
-class StackColumn(Gathered):
-    """A text column of range stacks, joined by Arrow string kernels from one ``:id`` piece
-    per level (no Python string per range) for a slice of rows at a time, as the writers read
-    a column: the text of every row at once would outweigh the rest of a trace. ``values``:
-    the report's ranges; ``rows``: the range id of each row; ``parent``: each range's parent
-    row (-1 at level 0)."""
+class TextColumn(Gathered):
+    """A text column of a frame as Arrow strings, made for a slice of rows at a time as the
+    writers read a column: ``values[rows]`` of a string array (text built once per distinct
+    value, no string id interned for it)."""
+
+    __slots__ = ()
+
+    def __getitem__(self, key: slice) -> pa.Array:
+        return self.values.take(from_numpy(self.rows[key]))  # type: ignore[union-attr]
+
+    def __array__(self, dtype: np.dtype | None = None, copy: bool | None = None) -> np.ndarray:
+        return np.array(self[:].to_pylist(), dtype=object)
+
+
+class StackColumn(TextColumn):
+    """A text column of range stacks, joined by Arrow (no Python string per range) for a
+    slice of rows at a time, as the writers read a column: the text of every row at once
+    would outweigh the rest of a trace. ``values``: the report's ranges; ``rows``: the range
+    id of each row; ``parent``: each range's parent row (-1 at level 0)."""
 
     __slots__ = ("parent",)
 
@@ -247,22 +260,18 @@ class StackColumn(Gathered):
 
     def __getitem__(self, key: slice) -> pa.Array:
         ranges: EventTable = self.values  # type: ignore[assignment]
-        ids = ranges["rangeId"]
-        row = np.searchsorted(ids, self.rows[key])
-        stack = [row]  # then each row's parent, up to the outermost; -1 past a row's outermost range
-        for _ in range(int(ranges["level"][row].max(initial=0))):
+        row = np.searchsorted(ranges["rangeId"], self.rows[key]).astype(np.int32)
+        depth = int(ranges["level"][row].max(initial=-1)) + 1
+        stack = np.full((len(row), depth), -1, np.int32)  # per row its ranges, outermost first; -1 before them
+        for level in reversed(range(depth)):
+            stack[:, level] = row
             row = np.where(row >= 0, self.parent[np.maximum(row, 0)], -1)
-            stack.append(row)
-        used, code = distinct(np.concatenate(stack) + 1)  # 0: no range, a null piece (skipped when joined)
-        pieces = pc.cast(from_numpy(ids[np.maximum(used - 1, 0)]), pa.string())
-        if len(used) and used[0] == 0:
-            pieces = pa.concat_arrays([pa.nulls(1, pa.string()), pieces[1:]])
-        n = len(stack[0])
-        levels = [pieces.take(from_numpy(code[level * n:(level + 1) * n])) for level in reversed(range(len(stack)))]
-        return pc.binary_join_element_wise(text(""), *levels, text(":"), null_handling="skip")
-
-    def __array__(self, dtype: np.dtype | None = None, copy: bool | None = None) -> np.ndarray:
-        return np.array(self[:].to_pylist(), dtype=object)
+        used = stack >= 0
+        offsets = np.zeros(len(stack) + 1, np.int32)
+        np.cumsum(np.count_nonzero(used, axis=1), out=offsets[1:])
+        ids = pc.cast(from_numpy(ranges["rangeId"][stack[used]]), pa.string())
+        joined = pc.binary_join(pa.ListArray.from_arrays(from_numpy(offsets), ids), text(":"))
+        return pc.binary_join_element_wise(text(""), joined, text(":"))  # ":" before the first id
 
 
 # -- launching calls and the innermost range --------------------------------------------------

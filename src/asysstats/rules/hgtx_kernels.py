@@ -19,6 +19,7 @@ from asysstats.correlate import Pairs, activity_table, correlate
 from asysstats.engine import Gathered, Inputs
 from asysstats.hgtx import launch_rows, load_ranges, name_filter, pair_key, runtime_calls
 from asysstats.io.memory import release_memory
+from asysstats.io.strings import StringPool
 from asysstats.io.tables import NA, EventTable
 from asysstats.names import kernel_name_codes, kernel_name_ids
 from asysstats.registry import (DEVICE, INT, NAME_OPTIONS, NO_GRAPH_MAPPING, RANGE_EXCLUDE, RANGE_INCLUDE, TEXT,
@@ -60,10 +61,11 @@ class Links:
         self.range_row, self.kernel_row, self.via_graph = r, k, graph
         release_memory()  # the correlation's temporaries
 
-    def reorder(self, order: np.ndarray) -> None:
-        """Put the (range, kernel) rows in ``order``."""
-        for name in ("range_row", "kernel_row", "via_graph"):
-            setattr(self, name, getattr(self, name)[order])
+    def sort(self, kernel_order: np.ndarray, range_order: np.ndarray) -> None:
+        """Put the rows in the order of their kernels in ``kernel_order``, then of their
+        ranges in ``range_order`` (:func:`sorted_pairs`)."""
+        self.kernel_row, self.range_row, self.via_graph = sorted_pairs(
+            self.kernel_row, self.range_row, self.via_graph, kernel_order, range_order)
 
     def owner(self) -> np.ndarray:
         """Per row, the row of :meth:`owner_values` it takes its thread and range cells from:
@@ -159,12 +161,42 @@ KERN_SUM = Rule(
 )
 
 
-def positions(keys: tuple[np.ndarray, ...]) -> np.ndarray:
-    """Each row's position in the order of ``np.lexsort(keys)``."""
-    order = np.lexsort(keys)
-    out = np.empty(len(order), np.int64)
-    out[order] = np.arange(len(order))
-    return out
+def sorted_pairs(kernel_row: np.ndarray, range_row: np.ndarray, via_graph: np.ndarray, kernel_order: np.ndarray,
+                 range_order: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The (kernel row, range row, via graph) pairs in the order of their kernels in
+    ``kernel_order``, then of their ranges in ``range_order`` (a standalone row, range -1,
+    first), as int32 rows: one ``np.sort`` of packed keys, from which the rows are read back
+    (a pair occurs once, so the keys are distinct; int32 rows keep them below 2**63)."""
+    span = len(range_order) + 1  # range positions from 1; 0: standalone
+    range_pos = np.zeros(span, np.int64)
+    range_pos[range_order + 1] = np.arange(1, span)
+    kernel_pos = np.empty(len(kernel_order), np.int64)
+    kernel_pos[kernel_order] = np.arange(len(kernel_order))
+    key = kernel_pos[kernel_row] * span
+    key += range_pos[range_row + 1]
+    key <<= 1
+    key |= via_graph
+    del kernel_pos, range_pos
+    key.sort()
+    graph = (key & 1).astype(bool)
+    key >>= 1
+    ranges = np.append(-1, range_order).astype(np.int32)[key % span]
+    key //= span
+    return kernel_order.astype(np.int32)[key], ranges, graph
+
+
+def start_order(strings: StringPool, start: np.ndarray, names: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """Rows in order of start, then name (text order), then id. Names are ranked only where
+    starts tie: elsewhere the rank is 0, so the sort is mostly one of the (ordered) starts."""
+    by_start = np.argsort(start, kind="stable")  # fast on the tables' start order
+    same = np.diff(start[by_start]) == 0
+    tie = np.zeros(len(start), dtype=bool)  # in start order: equal to the next start or the previous
+    tie[1:] = same
+    tie[:-1] |= same
+    tied = by_start[tie]
+    rank = np.zeros(len(start), np.int64)
+    rank[tied] = strings.sort_rank(names[tied])
+    return np.lexsort((ids, rank, start))
 
 
 def kern_trace(inputs: Inputs, options: Mapping[str, Any]) -> dict:
@@ -172,14 +204,9 @@ def kern_trace(inputs: Inputs, options: Mapping[str, Any]) -> dict:
     kernels = links.kernels
     kernel_names = kernel_name_ids(inputs.strings, kernels, name_mode(options))
     ranges = links.ranges
-    # kernel (start, name, row), then range (none first; start, name, id): each sorted once
-    kernel_pos = positions((kernels["row"], inputs.strings.sort_rank(kernel_names), kernels["start"]))
-    range_pos = np.concatenate([[0], positions((ranges["rangeId"], inputs.strings.sort_rank(ranges["name"]),
-                                                ranges["start"])) + 1])
-    key = kernel_pos[links.kernel_row] * (ranges.rows + 1) + range_pos[links.range_row + 1]
-    del kernel_pos, range_pos
-    links.reorder(np.argsort(key, kind="stable"))  # the rows in output order; every cell gathered when written
-    del key
+    # kernel (start, name, row), then range (none first; start, name, id)
+    links.sort(start_order(inputs.strings, kernels["start"], kernel_names, kernels["row"]),
+               start_order(inputs.strings, ranges["start"], ranges["name"], ranges["rangeId"]))
     k = links.kernel_row
     grid, block = dimension_ids(inputs, kernels)
     graph_node = kernels["graphNodeId"]

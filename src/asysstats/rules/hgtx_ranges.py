@@ -9,7 +9,7 @@ import pyarrow.compute as pc
 
 from asysstats.compute.grouped import dense_group_ids
 from asysstats.engine import Gathered, Inputs
-from asysstats.hgtx import load_ranges, range_stacks
+from asysstats.hgtx import TextColumn, load_ranges, range_stacks
 from asysstats.io.arrow import from_numpy, text
 from asysstats.io.tables import EventTable
 from asysstats.regexes import search
@@ -92,12 +92,13 @@ def name_matches(inputs: Inputs, names: np.ndarray, pattern) -> np.ndarray:
     return hit[inverse.reshape(-1)]
 
 
-def name_trees(inputs: Inputs, levels: np.ndarray, names: np.ndarray) -> Gathered:
-    """String ids of ``-`` once per level, then the name (one text per distinct level and name)."""
+def name_trees(inputs: Inputs, levels: np.ndarray, names: np.ndarray) -> TextColumn:
+    """``-`` once per level, then the name: the text of each distinct (level, name) built
+    once and taken per row as the writers read it (not interned: no row looks it up)."""
     pair, (levels, names) = dense_group_ids([levels, names])
     trees = pc.binary_join_element_wise(pc.binary_repeat(text("-"), from_numpy(levels)),
                                         inputs.strings.texts(names, ""), text(""))
-    return Gathered(inputs.strings.intern_texts(trees), pair)
+    return TextColumn(trees, pair)
 
 
 def pushpop_trace(inputs: Inputs, options: Mapping[str, Any]) -> dict:
