@@ -52,6 +52,12 @@ def dense_distinct(values: np.ndarray, high: int) -> tuple[np.ndarray, np.ndarra
     return uniq, slot[values]
 
 
+def narrowed(codes: np.ndarray, count: int) -> np.ndarray:
+    """Codes into ``count`` values in the narrowest integer type that holds them."""
+    dtype = np.uint8 if count <= 1 << 8 else np.uint16 if count <= 1 << 16 else np.int32 if count < 1 << 31 else np.int64
+    return codes.astype(dtype, copy=False)
+
+
 @dataclass(frozen=True)
 class Coded:
     """An integer column as a code per row into ``values`` (distinct, ascending): the result
@@ -67,6 +73,10 @@ class Coded:
     def rows(self) -> np.ndarray:
         """The value of every row."""
         return self.values[self.codes]
+
+    def __getitem__(self, index: np.ndarray | slice) -> np.ndarray:
+        """The values of the rows ``index`` selects (a :class:`~asysstats.engine.Gathered` column may be coded)."""
+        return self.values[self.codes[index]]
 
     def take(self, index: np.ndarray) -> "Coded":
         """The rows ``index`` selects (the values they use, coded again)."""

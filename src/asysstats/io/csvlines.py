@@ -1,9 +1,11 @@
 """The CSV lines of a slice of a result's rows (conventions 6-8), as one piece of bytes.
 
+A column of few distinct values (string ids, small integers) is coded once per result
+(:func:`column_codings`): the cells of its distinct values are formatted once, and a piece
+reads its rows' codes (a gathered column codes the values it gathers from, not a copy).
 Consecutive columns whose values repeat from row to row (a trace of pairs, where a kernel's
 columns repeat for each range it is in) are formatted once per run of equal rows. Of the
-others, a column of few distinct values (string ids, small integers) is formatted once per
-distinct value, and a run of such columns once per distinct combination of their values;
+others, a run of coded columns is formatted once per distinct combination of their values,
 the rest per row. The cells of a combination (or run) are joined once and taken for each
 of its rows; one ``binary_join_element_wise`` of the per-row cell arrays writes the lines
 (each cell followed by ',', the line by a newline) into a buffer sized in advance.
@@ -18,8 +20,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from asysstats.compute.distinct import distinct
-from asysstats.engine import Result
+from asysstats.compute.distinct import Coded, distinct, narrowed
+from asysstats.engine import Gathered, Result
 from asysstats.io.arrow import from_numpy, text, text_bytes
 from asysstats.io.format import as_integers, cells, few_values, integer_cells
 from asysstats.io.strings import StringPool
@@ -38,19 +40,57 @@ class Piece(NamedTuple):
     runs: bool = False
 
 
-def csv_lines(result: Result, start: int, stop: int, decimals: int) -> memoryview:
-    """``Row#,<cells>,`` and a newline for each row in ``[start, stop)``."""
-    values = [result.frame[c.name][start:stop] for c in result.columns]
-    codings = [coding(c.kind, v) for c, v in zip(result.columns, values)]
+class Coding(NamedTuple):
+    """A column coded once per result: the CSV cells of its distinct values and a code per
+    row into them; a gathered column's codes are those of the values it gathers from, at
+    ``index``."""
+
+    cells: pa.Array
+    codes: np.ndarray
+    index: np.ndarray | None = None
+
+    def piece(self, start: int, stop: int) -> Piece:
+        """The rows ``[start, stop)``; a dictionary larger than they are is cut to the values they use."""
+        codes = self.codes[start:stop] if self.index is None else self.codes[self.index[start:stop]]
+        if len(self.cells) <= len(codes):
+            return Piece([self.cells], codes)
+        used, codes = distinct(codes)
+        return Piece([self.cells.take(from_numpy(used))], codes)
+
+
+def column_codings(result: Result, decimals: int) -> list[Coding | None]:
+    """Each column's :class:`Coding` where it has few distinct values (:func:`coding`); None
+    for a column formatted a piece at a time (its values computed per piece, or many)."""
+    return [column_coding(c.kind, result.frame[c.name], result.strings, decimals) for c in result.columns]
+
+
+def column_coding(kind: str, column: object, strings: StringPool, decimals: int) -> Coding | None:
+    index = None
+    if isinstance(column, Gathered):
+        if callable(column.values):
+            return None
+        column, index = column.values, column.rows
+    coded = (column.values, column.codes) if isinstance(column, Coded) else coding(kind, column)  # type: ignore
+    if coded is None:
+        return None
+    return Coding(cells(kind, coded[0], strings, decimals, csv=True), narrowed(coded[1], len(coded[0])), index)
+
+
+def csv_lines(result: Result, codings: list[Coding | None], start: int, stop: int, decimals: int) -> memoryview:
+    """``Row#,<cells>,`` and a newline for each row in ``[start, stop)`` (``codings``: :func:`column_codings`)."""
+    coded = [None if c is None else c.piece(start, stop) for c in codings]
+    values = [result.frame[c.name][start:stop] if p is None else p.codes for c, p in zip(result.columns, coded)]
     columns = [Piece([row_numbers(start, stop)])]
-    for (first, last), changed in run_groups(values, [c is None for c in codings]):
-        if changed is None:
-            kind = result.columns[first].kind
-            columns.append(column_cells(kind, values[first], result.strings, decimals, codings[first]))
+    for (first, last), changed in run_groups(values, [p is None for p in coded]):
+        if changed is not None:
+            columns.append(run_cells(result.columns[first:last], values[first:last], coded[first:last], changed,
+                                     result.strings, decimals))
+        elif coded[first] is not None:
+            columns.append(coded[first])
         else:
-            columns.append(run_cells(result.columns[first:last], values[first:last], changed, result.strings,
-                                     decimals))
-    del values
+            kind = result.columns[first].kind
+            columns.append(column_cells(kind, values[first], result.strings, decimals))
+    del values, coded
     line = []  # the cells of the lines in order, each array one cell per row
     for kind, run in groupby(columns, key=lambda c: "runs" if c.runs else c.codes is not None):
         same = list(run)
@@ -109,15 +149,18 @@ def few_runs(changed: np.ndarray) -> bool:
     return np.count_nonzero(changed) * RUN_SHARE <= len(changed)
 
 
-def run_cells(columns: tuple[Column, ...], values: list[np.ndarray], changed: np.ndarray, strings: StringPool,
-              decimals: int) -> Piece:
+def run_cells(columns: tuple[Column, ...], values: list[np.ndarray], coded: list[Piece | None], changed: np.ndarray,
+              strings: StringPool, decimals: int) -> Piece:
     """The cells of consecutive columns once per run of equal rows (``changed`` marks each
-    run's first row); the codes number the runs."""
+    run's first row); the codes number the runs. A coded column's ``values`` are its codes."""
     heads = np.flatnonzero(changed)
     parts = []
-    for column, column_values in zip(columns, values):
+    for column, column_values, column_coded in zip(columns, values, coded):
         at_heads = column_values[heads]
-        piece = column_cells(column.kind, at_heads, strings, decimals, coding(column.kind, at_heads))
+        if column_coded is not None:
+            parts.append(column_coded.cells[0].take(from_numpy(at_heads)))
+            continue
+        piece = column_cells(column.kind, at_heads, strings, decimals)
         parts += piece.cells if piece.codes is None else [c.take(from_numpy(piece.codes)) for c in piece.cells]
     return Piece(parts, np.cumsum(changed) - 1, runs=True)
 
@@ -125,7 +168,7 @@ def run_cells(columns: tuple[Column, ...], values: list[np.ndarray], changed: np
 def coding(kind: str, values: np.ndarray | pa.Array) -> tuple[np.ndarray, np.ndarray] | None:
     """(distinct values, each row's index) of a column formatted once per distinct value
     (string ids, -1 missing; integers of few values), else None."""
-    if not isinstance(values, np.ndarray) or values.dtype.kind not in "iu":
+    if not isinstance(values, np.ndarray) or values.dtype.kind not in "iu" or values.ndim != 1:
         return None
     if kind == TEXT:
         uniq, codes = distinct(np.where(values >= 0, values, -1) + 1)  # 0: missing
@@ -133,9 +176,9 @@ def coding(kind: str, values: np.ndarray | pa.Array) -> tuple[np.ndarray, np.nda
     return few_values(as_integers(values)[0]) if kind == INT else None
 
 
-def column_cells(kind: str, values: np.ndarray | pa.Array, strings: StringPool, decimals: int,
-                 coded: tuple[np.ndarray, np.ndarray] | None) -> Piece:
-    """The CSV cells of a column: once per distinct value where ``coded`` (:func:`coding`)."""
+def column_cells(kind: str, values: np.ndarray | pa.Array, strings: StringPool, decimals: int) -> Piece:
+    """The CSV cells of a column of a piece: once per distinct value where it has few (:func:`coding`)."""
+    coded = coding(kind, values)
     if coded is not None:
         return Piece([cells(kind, coded[0], strings, decimals, csv=True)], coded[1])
     if kind == INT and isinstance(values, np.ndarray) and values.dtype.kind in "iu":
@@ -149,7 +192,7 @@ def combined(columns: list[Piece]) -> list[Piece]:
     while the combinations stay few. Combined a column at a time, so that keys stay dense."""
     pieces = []
     while columns:
-        key, steps, taken = columns[0].codes, [], 1
+        key, steps, taken = columns[0].codes.astype(np.int64), [], 1
         for column in columns[1:]:
             uniq, joint = distinct(key * len(column.cells[0]) + column.codes)
             if len(uniq) * 8 > len(key):
@@ -157,12 +200,15 @@ def combined(columns: list[Piece]) -> list[Piece]:
             key = joint
             steps.append((uniq, len(column.cells[0])))
             taken += 1
-        parts = []
-        index = np.arange(int(key.max(initial=-1)) + 1)
-        for (uniq, count), column in zip(reversed(steps), reversed(columns[:taken])):
-            index, digit = np.divmod(uniq[index], count)
-            parts.append(column.cells[0].take(from_numpy(digit)))
-        parts.append(columns[0].cells[0].take(from_numpy(index)))
-        pieces.append(Piece(parts[::-1], key))
+        if taken == 1:
+            pieces.append(columns[0])
+        else:
+            parts = []
+            index = np.arange(int(key.max(initial=-1)) + 1)
+            for (uniq, count), column in zip(reversed(steps), reversed(columns[:taken])):
+                index, digit = np.divmod(uniq[index], count)
+                parts.append(column.cells[0].take(from_numpy(digit)))
+            parts.append(columns[0].cells[0].take(from_numpy(index)))
+            pieces.append(Piece(parts[::-1], key))
         columns = columns[taken:]
     return pieces

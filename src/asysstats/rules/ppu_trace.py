@@ -12,6 +12,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from asysstats.compute.distinct import Coded, distinct, narrowed
 from asysstats.compute.grouped import dense_group_ids
 from asysstats.engine import Gathered, Inputs
 from asysstats.io.tables import NA, EventTable
@@ -68,7 +69,7 @@ def memcpy_name_ids(inputs: Inputs, copy_kinds: np.ndarray, dst_kinds: np.ndarra
 MISSING = {c.name: NA if c.kind == INT else -1 for c in COLUMNS}  # a cell a table does not have (string id -1)
 
 
-def table_cells(values: np.ndarray, first: int, fill: int | float) -> Callable[[np.ndarray], np.ndarray]:
+def table_cells(values: np.ndarray, first: int, fill: float) -> Callable[[np.ndarray], np.ndarray]:
     """The cells of one table's column at rows of the tables stacked in turn (its rows from
     ``first`` on), ``fill`` at the other tables' rows."""
     def cells(rows: np.ndarray) -> np.ndarray:
@@ -78,6 +79,18 @@ def table_cells(values: np.ndarray, first: int, fill: int | float) -> Callable[[
         inside = (local >= 0) & (local < len(values))
         return np.where(inside, values[np.where(inside, local, 0)], fill)
     return cells
+
+
+def table_coded(values: np.ndarray, first: int, rows: int, fill: int) -> Coded:
+    """One table's integer column (string ids) at the ``rows`` of the tables stacked in turn
+    (its rows from ``first`` on), coded (:class:`Coded`): ``fill`` at the other tables' rows."""
+    uniq, codes = distinct(values)
+    at = int(np.searchsorted(uniq, fill))
+    if at == len(uniq) or uniq[at] != fill:
+        uniq, codes = np.insert(uniq, at, fill), codes + (codes >= at)
+    stacked = np.full(rows, at, dtype=narrowed(codes[:0], len(uniq)).dtype)
+    stacked[first:first + len(values)] = codes
+    return Coded(uniq, stacked)
 
 
 def memory_cells(inputs: Inputs, memcpy: EventTable, memset: EventTable) -> dict[str, np.ndarray]:
@@ -108,8 +121,10 @@ def ppu_trace(inputs: Inputs, options: Mapping[str, Any]) -> dict:
         "Start (ns)": start, "Duration (ns)": lambda rows: end[rows] - start[rows], "CorrId": stacked["correlationId"],
         "Device": device_label_ids(inputs, stacked.pop("deviceId")), "Ctx": stacked["contextId"],
         "Strm": stacked["streamId"], "Name": names}
-    columns |= {name: table_cells(kernels[field], 0, NA) for name, field in KERNEL_FIELDS.items()}
-    columns |= {name: table_cells(values, kernels.rows, np.nan if values.dtype.kind == "f" else MISSING[name])
+    rows = len(start)
+    columns |= {name: table_coded(kernels[field], 0, rows, NA) for name, field in KERNEL_FIELDS.items()}
+    columns |= {name: table_cells(values, kernels.rows, np.nan) if values.dtype.kind == "f" else
+                table_coded(values, kernels.rows, rows, MISSING[name])
                 for name, values in memory_cells(inputs, memcpy, memset).items()}
     return {name: Gathered(values, order) for name, values in columns.items()}  # gathered as written
 
