@@ -42,12 +42,12 @@ def distinct(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return uniq, inverse.reshape(-1)
 
 
-def dense_distinct(values: np.ndarray, high: int) -> tuple[np.ndarray, np.ndarray]:
-    """``distinct`` of values in ``[0, high]`` by a presence table."""
+def dense_distinct(values: np.ndarray, high: int, dtype: type = np.int64) -> tuple[np.ndarray, np.ndarray]:
+    """``distinct`` of values in ``[0, high]`` by a presence table; the indices of ``dtype``."""
     present = np.zeros(high + 1, dtype=np.bool_)
     present[values] = True
     uniq = np.flatnonzero(present)
-    slot = np.zeros(high + 1, dtype=np.int64)  # zeroed pages are mapped lazily: only those written cost
+    slot = np.zeros(high + 1, dtype=dtype)  # zeroed pages are mapped lazily: only those written cost
     slot[uniq] = np.arange(len(uniq))
     return uniq, slot[values]
 

@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from asysstats.compute.distinct import Coded, distinct, narrowed
+from asysstats.compute.distinct import DENSE_SPAN, Coded, dense_distinct, distinct, narrowed
 from asysstats.engine import Gathered, Result
 from asysstats.io.arrow import from_numpy, text, text_bytes
 from asysstats.io.format import as_integers, cells, few_values, integer_cells
@@ -58,17 +58,39 @@ class Coding(NamedTuple):
         return Piece([self.cells.take(from_numpy(used))], codes)
 
 
-def column_codings(result: Result, decimals: int) -> list[Coding | None]:
-    """Each column's :class:`Coding` where it has few distinct values (:func:`coding`); None
-    for a column formatted a piece at a time (its values computed per piece, or many)."""
-    return [column_coding(c.kind, result.frame[c.name], result.strings, decimals) for c in result.columns]
+class Segment(NamedTuple):
+    """Consecutive columns coded together once per result (``coding``; the cells of each
+    combination of their values that occurs), or one column (``coding`` None) formatted a
+    piece at a time."""
+
+    columns: tuple[Column, ...]
+    coding: Coding | None
+
+
+def segments(result: Result, decimals: int) -> list[Segment]:
+    """The result's columns as segments: each column of few distinct values coded
+    (:func:`coding`), consecutive coded columns gathered alike combined while their
+    combinations stay few."""
+    codings = [column_coding(c.kind, result.frame[c.name], result.strings, decimals) for c in result.columns]
+    found = []
+    first = 0
+    while first < len(codings):
+        joint, last = codings[first], first + 1
+        while joint is not None and last < len(codings):
+            joint_next = joined(joint, codings[last])
+            if joint_next is None:
+                break
+            joint, last = joint_next, last + 1
+        found.append(Segment(result.columns[first:last], joint))
+        first = last
+    return found
 
 
 def column_coding(kind: str, column: object, strings: StringPool, decimals: int) -> Coding | None:
     index = None
+    if computed(column):
+        return None
     if isinstance(column, Gathered):
-        if callable(column.values):
-            return None
         column, index = column.values, column.rows
     coded = (column.values, column.codes) if isinstance(column, Coded) else coding(kind, column)  # type: ignore
     if coded is None:
@@ -76,20 +98,54 @@ def column_coding(kind: str, column: object, strings: StringPool, decimals: int)
     return Coding(cells(kind, coded[0], strings, decimals, csv=True), narrowed(coded[1], len(coded[0])), index)
 
 
-def csv_lines(result: Result, codings: list[Coding | None], start: int, stop: int, decimals: int) -> memoryview:
-    """``Row#,<cells>,`` and a newline for each row in ``[start, stop)`` (``codings``: :func:`column_codings`)."""
-    coded = [None if c is None else c.piece(start, stop) for c in codings]
-    values = [result.frame[c.name][start:stop] if p is None else p.codes for c, p in zip(result.columns, coded)]
+def joined(left: Coding, right: Coding | None) -> Coding | None:
+    """Two codings of rows gathered alike as one, of the combinations of their values that
+    occur; None when they are not gathered alike or the combinations are not few."""
+    if right is None or right.index is not left.index or len(right.codes) != len(left.codes):
+        return None
+    count = len(right.cells)
+    bound = len(left.cells) * count  # the combinations there could be
+    key = narrowed(left.codes, bound) * count + right.codes
+    if bound <= DENSE_SPAN:  # counted in a table, the codes as narrow as the rows allow
+        uniq, codes = dense_distinct(key, bound - 1, narrowed(key[:0], min(bound, len(key))).dtype.type)
+    else:
+        uniq, codes = distinct(key)
+    if len(uniq) * 8 > len(codes):
+        return None
+    cells = pc.binary_join_element_wise(left.cells.take(from_numpy(uniq // count)),
+                                        right.cells.take(from_numpy(uniq % count)), COMMA)
+    return Coding(cells, narrowed(codes, len(uniq)), left.index)
+
+
+def computed(column: object) -> bool:
+    """A column whose values are computed a piece at a time (a gathered function of the rows)."""
+    return isinstance(column, Gathered) and callable(column.values)
+
+
+def csv_lines(result: Result, parts: list[Segment], start: int, stop: int, decimals: int) -> memoryview:
+    """``Row#,<cells>,`` and a newline for each row in ``[start, stop)`` (``parts``: :func:`segments`)."""
+    coded: list[Piece | None] = []
+    values = []  # per row, or a coded segment's codes
+    for segment in parts:
+        if segment.coding is not None:
+            coded.append(segment.coding.piece(start, stop))
+            values.append(coded[-1].codes)
+            continue
+        column = result.frame[segment.columns[0].name]
+        values.append(column[start:stop])
+        coded.append(piece_coding(segment.columns[0].kind, values[-1], result.strings, decimals)
+                     if computed(column) else None)  # the others were coded over all their rows if they could be
+        if coded[-1] is not None:
+            values[-1] = coded[-1].codes
+    kinds = [segment.columns[0].kind for segment in parts]
     columns = [Piece([row_numbers(start, stop)])]
     for (first, last), changed in run_groups(values, [p is None for p in coded]):
         if changed is not None:
-            columns.append(run_cells(result.columns[first:last], values[first:last], coded[first:last], changed,
+            columns.append(run_cells(kinds[first:last], values[first:last], coded[first:last], changed,
                                      result.strings, decimals))
-        elif coded[first] is not None:
-            columns.append(coded[first])
         else:
-            kind = result.columns[first].kind
-            columns.append(column_cells(kind, values[first], result.strings, decimals))
+            piece = coded[first]
+            columns.append(row_cells(kinds[first], values[first], result.strings, decimals) if piece is None else piece)
     del values, coded
     line = []  # the cells of the lines in order, each array one cell per row
     for kind, run in groupby(columns, key=lambda c: "runs" if c.runs else c.codes is not None):
@@ -149,18 +205,19 @@ def few_runs(changed: np.ndarray) -> bool:
     return np.count_nonzero(changed) * RUN_SHARE <= len(changed)
 
 
-def run_cells(columns: tuple[Column, ...], values: list[np.ndarray], coded: list[Piece | None], changed: np.ndarray,
+def run_cells(kinds: list[str], values: list[np.ndarray], coded: list[Piece | None], changed: np.ndarray,
               strings: StringPool, decimals: int) -> Piece:
-    """The cells of consecutive columns once per run of equal rows (``changed`` marks each
-    run's first row); the codes number the runs. A coded column's ``values`` are its codes."""
+    """The cells of consecutive columns (or coded segments) once per run of equal rows
+    (``changed`` marks each run's first row); the codes number the runs. A coded column's
+    ``values`` are its codes."""
     heads = np.flatnonzero(changed)
     parts = []
-    for column, column_values, column_coded in zip(columns, values, coded):
+    for kind, column_values, column_coded in zip(kinds, values, coded):
         at_heads = column_values[heads]
         if column_coded is not None:
             parts.append(column_coded.cells[0].take(from_numpy(at_heads)))
             continue
-        piece = column_cells(column.kind, at_heads, strings, decimals)
+        piece = column_cells(kind, at_heads, strings, decimals)
         parts += piece.cells if piece.codes is None else [c.take(from_numpy(piece.codes)) for c in piece.cells]
     return Piece(parts, np.cumsum(changed) - 1, runs=True)
 
@@ -176,11 +233,20 @@ def coding(kind: str, values: np.ndarray | pa.Array) -> tuple[np.ndarray, np.nda
     return few_values(as_integers(values)[0]) if kind == INT else None
 
 
-def column_cells(kind: str, values: np.ndarray | pa.Array, strings: StringPool, decimals: int) -> Piece:
-    """The CSV cells of a column of a piece: once per distinct value where it has few (:func:`coding`)."""
+def piece_coding(kind: str, values: np.ndarray | pa.Array, strings: StringPool, decimals: int) -> Piece | None:
+    """A column of a piece coded where it has few distinct values (:func:`coding`), else None."""
     coded = coding(kind, values)
-    if coded is not None:
-        return Piece([cells(kind, coded[0], strings, decimals, csv=True)], coded[1])
+    return None if coded is None else Piece([cells(kind, coded[0], strings, decimals, csv=True)], coded[1])
+
+
+def column_cells(kind: str, values: np.ndarray | pa.Array, strings: StringPool, decimals: int) -> Piece:
+    """The CSV cells of a column of a piece (:func:`piece_coding` where it has few values)."""
+    coded = piece_coding(kind, values, strings, decimals)
+    return row_cells(kind, values, strings, decimals) if coded is None else coded
+
+
+def row_cells(kind: str, values: np.ndarray | pa.Array, strings: StringPool, decimals: int) -> Piece:
+    """The CSV cells of a column of a piece formatted per row (it has many distinct values)."""
     if kind == INT and isinstance(values, np.ndarray) and values.dtype.kind in "iu":
         return Piece([integer_cells(*as_integers(values), csv=True, few=False)])
     return Piece([cells(kind, values, strings, decimals, csv=True)])

@@ -8,7 +8,7 @@ destination memory kind is lower-case (``Memcpy HtoD (device)``).
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -69,27 +69,18 @@ def memcpy_name_ids(inputs: Inputs, copy_kinds: np.ndarray, dst_kinds: np.ndarra
 MISSING = {c.name: NA if c.kind == INT else -1 for c in COLUMNS}  # a cell a table does not have (string id -1)
 
 
-def table_cells(values: np.ndarray, first: int, fill: float) -> Callable[[np.ndarray], np.ndarray]:
-    """The cells of one table's column at rows of the tables stacked in turn (its rows from
-    ``first`` on), ``fill`` at the other tables' rows."""
-    def cells(rows: np.ndarray) -> np.ndarray:
-        if not len(values):
-            return np.full(len(rows), fill, dtype=values.dtype)
-        local = rows - first
-        inside = (local >= 0) & (local < len(values))
-        return np.where(inside, values[np.where(inside, local, 0)], fill)
-    return cells
-
-
-def table_coded(values: np.ndarray, first: int, rows: int, fill: int) -> Coded:
-    """One table's integer column (string ids) at the ``rows`` of the tables stacked in turn
-    (its rows from ``first`` on), coded (:class:`Coded`): ``fill`` at the other tables' rows."""
-    uniq, codes = distinct(values)
-    at = int(np.searchsorted(uniq, fill))
-    if at == len(uniq) or uniq[at] != fill:
-        uniq, codes = np.insert(uniq, at, fill), codes + (codes >= at)
-    stacked = np.full(rows, at, dtype=narrowed(codes[:0], len(uniq)).dtype)
-    stacked[first:first + len(values)] = codes
+def table_coded(values: np.ndarray, first: int, rows: int, fill: int | float) -> Coded:
+    """One table's column at the ``rows`` of the tables stacked in turn (its rows from
+    ``first`` on), coded (:class:`Coded`): ``fill`` at the other tables' rows."""
+    uniq, codes = distinct(values) if values.dtype.kind in "iu" else np.unique(values, return_inverse=True)
+    at = int(np.searchsorted(uniq, fill))  # NaN sorts last
+    added = at == len(uniq) or not (uniq[at] == fill or np.isnan(fill) and np.isnan(uniq[at]))
+    stacked = np.full(rows, at, dtype=narrowed(codes[:0], len(uniq) + added).dtype)
+    own = stacked[first:first + len(values)]
+    own[:] = codes
+    if added:  # the fill takes its place among the values
+        uniq = np.insert(uniq, at, fill)
+        np.add(own, 1, out=own, where=own >= at)
     return Coded(uniq, stacked)
 
 
@@ -123,8 +114,7 @@ def ppu_trace(inputs: Inputs, options: Mapping[str, Any]) -> dict:
         "Strm": stacked["streamId"], "Name": names}
     rows = len(start)
     columns |= {name: table_coded(kernels[field], 0, rows, NA) for name, field in KERNEL_FIELDS.items()}
-    columns |= {name: table_cells(values, kernels.rows, np.nan) if values.dtype.kind == "f" else
-                table_coded(values, kernels.rows, rows, MISSING[name])
+    columns |= {name: table_coded(values, kernels.rows, rows, np.nan if values.dtype.kind == "f" else MISSING[name])
                 for name, values in memory_cells(inputs, memcpy, memset).items()}
     return {name: Gathered(values, order) for name, values in columns.items()}  # gathered as written
 
