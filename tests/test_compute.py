@@ -9,7 +9,7 @@ import numpy as np
 from hypothesis import assume, given, settings, strategies as st
 
 from asysstats.compute import grouped, intervals
-from asysstats.compute.distinct import DERIVED_BASE, Coded, distinct
+from asysstats.compute.distinct import DERIVED_BASE, Coded, distinct, narrowed
 from asysstats.io.strings import StringPool
 from asysstats.rules.activity import row_index
 
@@ -85,6 +85,24 @@ def test_coded_take_keeps_the_values_of_the_rows_taken(values, picks):
     taken = Coded.of(ids).take(index)
     assert taken.rows().tolist() == ids[index].tolist()
     assert taken.values.tolist() == sorted(set(ids[index].tolist()))  # only the values the rows use
+
+
+@SETTINGS
+@given(st.lists(id_values, max_size=40), st.integers(0, 2 ** 32 - 1))
+def test_coded_mapped_and_narrowed_keep_the_values_of_every_row(values, seed):
+    ids = np.array(values, dtype=np.int64)
+    coded = Coded.of(ids)
+    replacement = np.random.default_rng(seed).integers(-1, 3, len(coded.values))  # several values may map to one
+    mapped = coded.mapped(replacement).narrow()
+    assert mapped.rows().tolist() == replacement[coded.codes].tolist()
+    assert mapped.values.tolist() == sorted(set(replacement[coded.codes].tolist())) and mapped.codes.dtype == np.uint8
+    assert mapped[np.arange(len(ids))[::-1]].tolist() == mapped.rows()[::-1].tolist()
+
+
+def test_narrowed_codes_take_the_narrowest_type():
+    codes = np.arange(3)
+    assert [narrowed(codes, n).dtype for n in (256, 257, 65537, 1 << 31, (1 << 31) + 1)] == \
+        [np.uint8, np.uint16, np.int32, np.int32, np.int64]
 
 
 @SETTINGS

@@ -54,8 +54,10 @@ def dense_distinct(values: np.ndarray, high: int, dtype: type = np.int64) -> tup
 
 def narrowed(codes: np.ndarray, count: int) -> np.ndarray:
     """Codes into ``count`` values in the narrowest integer type that holds them."""
-    dtype = np.uint8 if count <= 1 << 8 else np.uint16 if count <= 1 << 16 else np.int32 if count < 1 << 31 else np.int64
-    return codes.astype(dtype, copy=False)
+    for dtype in (np.uint8, np.uint16, np.int32):
+        if count <= np.iinfo(dtype).max + 1:
+            return codes.astype(dtype, copy=False)
+    return codes.astype(np.int64, copy=False)
 
 
 @dataclass(frozen=True)
@@ -73,6 +75,15 @@ class Coded:
     def rows(self) -> np.ndarray:
         """The value of every row."""
         return self.values[self.codes]
+
+    def mapped(self, values: np.ndarray) -> "Coded":
+        """Each distinct value replaced by one of ``values`` (several may be equal), coded again."""
+        uniq, index = distinct(values)
+        return Coded(uniq, index[self.codes])
+
+    def narrow(self) -> "Coded":
+        """The codes in the narrowest integer type that holds them (:func:`narrowed`)."""
+        return Coded(self.values, narrowed(self.codes, len(self.values)))
 
     def __getitem__(self, index: np.ndarray | slice) -> np.ndarray:
         """The values of the rows ``index`` selects (a :class:`~asysstats.engine.Gathered` column may be coded)."""
