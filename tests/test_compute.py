@@ -6,6 +6,7 @@ from __future__ import annotations
 import statistics
 
 import numpy as np
+import pytest
 from hypothesis import assume, given, settings, strategies as st
 
 from asysstats.compute import grouped, intervals
@@ -77,6 +78,20 @@ def test_distinct_equals_numpy_unique(values):
     assert uniq.tolist() == expected.tolist() and index.tolist() == inverse.reshape(-1).tolist()
 
 
+@pytest.mark.parametrize("count", [2, 64, 65])
+def test_distinct_of_few_scattered_values_sampled_or_sorted(count):
+    """Few values far apart are looked up among a sample's; a value the sample misses, or
+    too many values, and they are sorted: the same result either way."""
+    rng = np.random.default_rng(count)
+    ids = (rng.integers(0, count, 50_000) << 40) + 7
+    ids[-1] = 1 << 60  # between the sampled rows
+    uniq, index = distinct(ids)
+    expected, inverse = np.unique(ids, return_inverse=True)
+    assert uniq.tolist() == expected.tolist() and index.tolist() == inverse.tolist()
+    uniq, index = distinct(ids[:-1])
+    assert uniq.tolist() == expected[:-1].tolist() and np.array_equal(uniq[index], ids[:-1])
+
+
 @SETTINGS
 @given(st.lists(id_values, max_size=40), st.lists(st.integers(0, 39), max_size=40))
 def test_coded_take_keeps_the_values_of_the_rows_taken(values, picks):
@@ -93,7 +108,7 @@ def test_coded_mapped_and_narrowed_keep_the_values_of_every_row(values, seed):
     ids = np.array(values, dtype=np.int64)
     coded = Coded.of(ids)
     replacement = np.random.default_rng(seed).integers(-1, 3, len(coded.values))  # several values may map to one
-    mapped = coded.mapped(replacement).narrow()
+    mapped = coded.mapped(replacement)
     assert mapped.rows().tolist() == replacement[coded.codes].tolist()
     assert mapped.values.tolist() == sorted(set(replacement[coded.codes].tolist())) and mapped.codes.dtype == np.uint8
     assert mapped[np.arange(len(ids))[::-1]].tolist() == mapped.rows()[::-1].tolist()

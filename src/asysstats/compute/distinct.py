@@ -13,13 +13,15 @@ import numpy as np
 
 DERIVED_BASE = 1 << 40  # the first id of a derived string
 DENSE_SPAN = 1 << 25  # value ranges up to this size are counted in a table, not sorted
+SAMPLE_ROWS, FEW_SAMPLED = 4096, 64  # scattered values are looked up among a sample's when it has this few
 
 
 def distinct(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Distinct values of an int array (sorted) and each row's index into them.
 
     Values in a dense range (report string ids, and derived ids, which start at
-    ``DERIVED_BASE``) are counted in a table, in time linear in the rows; others are sorted."""
+    ``DERIVED_BASE``) are counted in a table, in time linear in the rows; a few scattered
+    values found in a sample of the rows (:func:`sampled_distinct`); others are sorted."""
     ids = np.asarray(ids, dtype=np.int64)
     if len(ids) == 0:
         return ids[:0], np.empty(0, np.int64)
@@ -38,8 +40,27 @@ def distinct(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             shift = first_derived - below
             uniq, index = dense_distinct(ids - derived * shift, below + high - first_derived)
             return uniq + (uniq >= below) * shift, index
+    sampled = sampled_distinct(ids)
+    if sampled is not None:
+        return sampled
     uniq, inverse = np.unique(ids, return_inverse=True)
     return uniq, inverse.reshape(-1)
+
+
+def sampled_distinct(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """``distinct`` of scattered values that are few (thread ids): the distinct values of a
+    sample of the rows, when every row is among them (each found by a binary search), else None."""
+    sample = np.sort(ids[::max(1, len(ids) // SAMPLE_ROWS)])
+    uniq = sample[np.concatenate([[True], sample[1:] != sample[:-1]])]
+    if len(uniq) > FEW_SAMPLED:
+        return None
+    index = np.searchsorted(uniq, ids)
+    np.minimum(index, len(uniq) - 1, out=index)
+    for start in range(0, len(ids), SAMPLE_ROWS * 16):  # checked a range of rows at a time: no copy of them all
+        stop = start + SAMPLE_ROWS * 16
+        if not np.array_equal(uniq[index[start:stop]], ids[start:stop]):
+            return None
+    return uniq, index
 
 
 def dense_distinct(values: np.ndarray, high: int, dtype: type = np.int64) -> tuple[np.ndarray, np.ndarray]:
@@ -77,9 +98,10 @@ class Coded:
         return self.values[self.codes]
 
     def mapped(self, values: np.ndarray) -> "Coded":
-        """Each distinct value replaced by one of ``values`` (several may be equal), coded again."""
+        """Each distinct value replaced by one of ``values`` (several may be equal), coded again
+        (the codes as narrow as :func:`narrowed` makes them)."""
         uniq, index = distinct(values)
-        return Coded(uniq, index[self.codes])
+        return Coded(uniq, narrowed(index, len(uniq))[self.codes])
 
     def narrow(self) -> "Coded":
         """The codes in the narrowest integer type that holds them (:func:`narrowed`)."""

@@ -123,7 +123,7 @@ def few_values(values: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
             return None
         low = int(values.min(where=present, initial=high))
         values = np.where(present, values, low - 1)
-    if high - low >= len(values):
+    if high - low >= len(values) or many_sampled(values):
         return None
     uniq, index = distinct(values)
     if len(uniq) * 8 >= len(values):
@@ -131,6 +131,13 @@ def few_values(values: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     if missing:
         uniq[0] = NA
     return uniq, index
+
+
+def many_sampled(values: np.ndarray, rows: int = 4096) -> bool:
+    """Whether most of a sample of ``rows`` rows differ (correlation ids, not sizes): the
+    column is taken to have many distinct values without counting them all."""
+    sample = np.sort(values[::max(1, len(values) // rows)])
+    return np.count_nonzero(sample[1:] != sample[:-1]) * 2 >= len(sample)
 
 
 def text_cells(values: np.ndarray | pa.Array, strings: StringPool, csv: bool = False) -> pa.Array:

@@ -68,8 +68,8 @@ def api_trace(inputs: Inputs, options: Mapping[str, Any]) -> dict:
     rank = inputs.strings.sort_rank(names.values)[names.codes]
     order = np.lexsort((calls["correlationId"], calls["tid"], calls["pid"], calls["end"], rank, calls["start"]))
     del rank
-    threads = Coded.of(calls["globalTid"])
-    thread_labels = threads.mapped(thread_names(inputs)(threads.values)).narrow()
+    threads = Coded.of(calls["globalTid"]).narrow()
+    thread_labels = threads.mapped(thread_names(inputs)(threads.values))
     return dict(zip((c.name for c in TRACE_COLUMNS), (  # gathered in order as written: no sorted copies
         Gathered(calls["start"], order), Gathered(lambda rows: calls["end"][rows] - calls["start"][rows], order),
         Gathered(names, order), Gathered(calls["correlationId"], order), Gathered(calls["pid"], order),
