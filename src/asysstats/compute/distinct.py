@@ -73,12 +73,14 @@ def dense_distinct(values: np.ndarray, high: int, dtype: type = np.int64) -> tup
     return uniq, slot[values]
 
 
+def code_type(count: int) -> type:
+    """The narrowest integer type of codes into ``count`` values."""
+    return next((t for t in (np.uint8, np.uint16, np.int32) if count <= np.iinfo(t).max + 1), np.int64)
+
+
 def narrowed(codes: np.ndarray, count: int) -> np.ndarray:
     """Codes into ``count`` values in the narrowest integer type that holds them."""
-    for dtype in (np.uint8, np.uint16, np.int32):
-        if count <= np.iinfo(dtype).max + 1:
-            return codes.astype(dtype, copy=False)
-    return codes.astype(np.int64, copy=False)
+    return codes.astype(code_type(count), copy=False)
 
 
 @dataclass(frozen=True)

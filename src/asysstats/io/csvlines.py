@@ -1,12 +1,11 @@
 """The CSV lines of a slice of a result's rows (conventions 6-8), as one piece of bytes.
 
-A column of few distinct values (string ids, small integers) is coded once per result
-(:func:`column_codings`): the cells of its distinct values are formatted once, and a piece
-reads its rows' codes (a gathered column codes the values it gathers from, not a copy).
-Consecutive columns whose values repeat from row to row (a trace of pairs, where a kernel's
-columns repeat for each range it is in) are formatted once per run of equal rows. Of the
-others, a run of coded columns is formatted once per distinct combination of their values,
-the rest per row. The cells of a combination (or run) are joined once and taken for each
+Columns coded once per result (:mod:`asysstats.io.csvcodes`) take their cells by code; a
+column computed a piece at a time is coded per piece where it has few values. Consecutive
+columns whose values repeat from row to row (a trace of pairs, where a kernel's columns
+repeat for each range it is in) are formatted once per run of equal rows. Of the others,
+a run of coded columns is formatted once per distinct combination of their values, the
+rest per row. The cells of a combination (or run) are joined once and taken for each
 of its rows; one ``binary_join_element_wise`` of the per-row cell arrays writes the lines
 (each cell followed by ',', the line by a newline) into a buffer sized in advance.
 """
@@ -20,14 +19,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from asysstats.compute.distinct import DENSE_SPAN, Coded, dense_distinct, distinct, narrowed
-from asysstats.engine import Gathered, Result
+from asysstats.compute.distinct import distinct
+from asysstats.engine import Result
 from asysstats.io.arrow import from_numpy, text, text_bytes
-from asysstats.io.format import as_integers, cells, few_values, integer_cells
+from asysstats.io.csvcodes import COMMA, FEW_SHARE, Segment, coding, computed
+from asysstats.io.format import as_integers, cells, integer_cells
 from asysstats.io.strings import StringPool
-from asysstats.registry import INT, TEXT, Column
+from asysstats.registry import INT
 
-COMMA, NEWLINE = text(","), text("\n")
+NEWLINE = text("\n")
 RUN_SHARE = 2  # columns are formatted per run of equal rows while the runs are at most 1 / RUN_SHARE of the rows
 
 
@@ -40,96 +40,16 @@ class Piece(NamedTuple):
     runs: bool = False
 
 
-class Coding(NamedTuple):
-    """A column coded once per result: the CSV cells of its distinct values and a code per
-    row into them; a gathered column's codes are those of the values it gathers from, at
-    ``index``."""
-
-    cells: pa.Array
-    codes: np.ndarray
-    index: np.ndarray | None = None
-
-    def piece(self, start: int, stop: int) -> Piece:
-        """The rows ``[start, stop)``; a dictionary larger than they are is cut to the values they use."""
-        codes = self.codes[start:stop] if self.index is None else self.codes[self.index[start:stop]]
-        if len(self.cells) <= len(codes):
-            return Piece([self.cells], codes)
-        used, codes = distinct(codes)
-        return Piece([self.cells.take(from_numpy(used))], codes)
-
-
-class Segment(NamedTuple):
-    """Consecutive columns coded together once per result (``coding``; the cells of each
-    combination of their values that occurs), or one column (``coding`` None) formatted a
-    piece at a time."""
-
-    columns: tuple[Column, ...]
-    coding: Coding | None
-
-
-def segments(result: Result, decimals: int) -> list[Segment]:
-    """The result's columns as segments: each column of few distinct values coded
-    (:func:`coding`), consecutive coded columns gathered alike combined while their
-    combinations stay few."""
-    codings = [column_coding(c.kind, result.frame[c.name], result.strings, decimals) for c in result.columns]
-    found = []
-    first = 0
-    while first < len(codings):
-        joint, last = codings[first], first + 1
-        while joint is not None and last < len(codings):
-            joint_next = joined(joint, codings[last])
-            if joint_next is None:
-                break
-            joint, last = joint_next, last + 1
-        found.append(Segment(result.columns[first:last], joint))
-        first = last
-    return found
-
-
-def column_coding(kind: str, column: object, strings: StringPool, decimals: int) -> Coding | None:
-    index = None
-    if computed(column):
-        return None
-    if isinstance(column, Gathered):
-        column, index = column.values, column.rows
-    coded = (column.values, column.codes) if isinstance(column, Coded) else coding(kind, column)  # type: ignore
-    if coded is None:
-        return None
-    return Coding(cells(kind, coded[0], strings, decimals, csv=True), narrowed(coded[1], len(coded[0])), index)
-
-
-def joined(left: Coding, right: Coding | None) -> Coding | None:
-    """Two codings of rows gathered alike as one, of the combinations of their values that
-    occur; None when they are not gathered alike or the combinations are not few."""
-    if right is None or right.index is not left.index or len(right.codes) != len(left.codes):
-        return None
-    count = len(right.cells)
-    bound = len(left.cells) * count  # the combinations there could be
-    key = narrowed(left.codes, bound) * count + right.codes
-    if bound <= DENSE_SPAN:  # counted in a table, the codes as narrow as the rows allow
-        uniq, codes = dense_distinct(key, bound - 1, narrowed(key[:0], min(bound, len(key))).dtype.type)
-    else:
-        uniq, codes = distinct(key)
-    if len(uniq) * 8 > len(codes):
-        return None
-    cells = pc.binary_join_element_wise(left.cells.take(from_numpy(uniq // count)),
-                                        right.cells.take(from_numpy(uniq % count)), COMMA)
-    return Coding(cells, narrowed(codes, len(uniq)), left.index)
-
-
-def computed(column: object) -> bool:
-    """A column whose values are computed a piece at a time (a gathered function of the rows)."""
-    return isinstance(column, Gathered) and callable(column.values)
-
-
 def csv_lines(result: Result, parts: list[Segment], start: int, stop: int, decimals: int) -> memoryview:
-    """``Row#,<cells>,`` and a newline for each row in ``[start, stop)`` (``parts``: :func:`segments`)."""
+    """``Row#,<cells>,`` and a newline for each row in ``[start, stop)`` (``parts``:
+    :func:`~asysstats.io.csvcodes.segments`)."""
     coded: list[Piece | None] = []
     values = []  # per row, or a coded segment's codes
     for segment in parts:
         if segment.coding is not None:
-            coded.append(segment.coding.piece(start, stop))
-            values.append(coded[-1].codes)
+            cells_used, codes = segment.coding.at(start, stop)
+            coded.append(Piece([cells_used], codes))
+            values.append(codes)
             continue
         column = result.frame[segment.columns[0].name]
         values.append(column[start:stop])
@@ -222,17 +142,6 @@ def run_cells(kinds: list[str], values: list[np.ndarray], coded: list[Piece | No
     return Piece(parts, np.cumsum(changed) - 1, runs=True)
 
 
-def coding(kind: str, values: np.ndarray | pa.Array) -> tuple[np.ndarray, np.ndarray] | None:
-    """(distinct values, each row's index) of a column formatted once per distinct value
-    (string ids, -1 missing; integers of few values), else None."""
-    if not isinstance(values, np.ndarray) or values.dtype.kind not in "iu" or values.ndim != 1:
-        return None
-    if kind == TEXT:
-        uniq, codes = distinct(np.where(values >= 0, values, -1) + 1)  # 0: missing
-        return uniq - 1, codes
-    return few_values(as_integers(values)[0]) if kind == INT else None
-
-
 def piece_coding(kind: str, values: np.ndarray | pa.Array, strings: StringPool, decimals: int) -> Piece | None:
     """A column of a piece coded where it has few distinct values (:func:`coding`), else None."""
     coded = coding(kind, values)
@@ -261,7 +170,7 @@ def combined(columns: list[Piece]) -> list[Piece]:
         key, steps, taken = columns[0].codes.astype(np.int64), [], 1
         for column in columns[1:]:
             uniq, joint = distinct(key * len(column.cells[0]) + column.codes)
-            if len(uniq) * 8 > len(key):
+            if len(uniq) * FEW_SHARE > len(key):
                 break
             key = joint
             steps.append((uniq, len(column.cells[0])))

@@ -17,7 +17,8 @@ import pyarrow.compute as pc
 from asysstats.engine import Result
 from asysstats.errors import AsysError
 from asysstats.io.arrow import lines_bytes, text
-from asysstats.io.csvlines import csv_lines, row_numbers, segments
+from asysstats.io.csvcodes import segments
+from asysstats.io.csvlines import csv_lines, row_numbers
 from asysstats.io.format import DASH, cells, pair_sides, texts, typed_value
 from asysstats.io.memory import release_memory
 from asysstats.registry import INT, PAIR_INNER, PAIR_TEXT, TEXT

@@ -12,7 +12,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from asysstats.compute.distinct import Coded, distinct, narrowed
+from asysstats.compute.distinct import Coded, code_type, distinct
 from asysstats.compute.grouped import dense_group_ids
 from asysstats.engine import Gathered, Inputs
 from asysstats.io.tables import NA, EventTable
@@ -75,7 +75,7 @@ def table_coded(values: np.ndarray, first: int, rows: int, fill: int | float) ->
     uniq, codes = distinct(values) if values.dtype.kind in "iu" else np.unique(values, return_inverse=True)
     at = int(np.searchsorted(uniq, fill))  # NaN sorts last
     added = at == len(uniq) or not (uniq[at] == fill or np.isnan(fill) and np.isnan(uniq[at]))
-    stacked = np.full(rows, at, dtype=narrowed(codes[:0], len(uniq) + added).dtype)
+    stacked = np.full(rows, at, dtype=code_type(len(uniq) + added))
     own = stacked[first:first + len(values)]
     own[:] = codes
     if added:  # the fill takes its place among the values
