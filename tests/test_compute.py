@@ -10,7 +10,7 @@ import pytest
 from hypothesis import assume, given, settings, strategies as st
 
 from asysstats.compute import grouped, intervals
-from asysstats.compute.distinct import DERIVED_BASE, Coded, distinct, narrowed
+from asysstats.compute.distinct import DERIVED_BASE, Coded, distinct, narrowed, tie_order
 from asysstats.io.strings import StringPool
 from asysstats.rules.activity import row_index
 
@@ -270,3 +270,15 @@ def test_overlap_components(rows):
 def test_set_difference_equals_numpy_setdiff1d(values, other):
     a, b = np.array(values, dtype=np.int64), np.array(other, dtype=np.int64)
     assert intervals.set_difference(a, b).tolist() == np.setdiff1d(a, b).tolist()
+
+
+@SETTINGS
+@given(st.lists(st.tuples(st.integers(0, 6), st.integers(-2, 2), id_values), max_size=60))
+def test_tie_order_is_the_lexsort_of_every_key(rows):
+    primary, second, third = (np.array([r[i] for r in rows], dtype=np.int64) for i in range(3))
+    asked = []
+    order = tie_order(primary, lambda at: asked.append(len(at)) or (third[at], second[at]))
+    assert order.tolist() == np.lexsort((third, second, primary)).tolist()
+    counts = np.unique(primary, return_counts=True)[1]
+    tied = int(counts[counts > 1].sum())
+    assert asked == ([tied] if tied else [])  # the other keys are computed for the tied rows alone

@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from asysstats.compute.distinct import DENSE_SPAN, Coded, code_type, dense_distinct, distinct, narrowed
+from asysstats.compute.distinct import DENSE_SPAN, Coded, dense_distinct, distinct, narrowed
 from asysstats.engine import Gathered, Result
 from asysstats.io.arrow import from_numpy, text
 from asysstats.io.format import as_integers, cells, few_values
@@ -96,16 +96,14 @@ def joined(left: Coding, right: Coding | None) -> Coding | None:
         return None
     count = len(right.cells)
     bound = len(left.cells) * count  # the combinations there could be
-    key = narrowed(left.codes, bound) * count + right.codes
-    if bound <= DENSE_SPAN:  # counted in a table, the codes as narrow as the rows allow
-        uniq, codes = dense_distinct(key, bound - 1, code_type(min(bound, len(key))))
-    else:
-        uniq, codes = distinct(key)
+    key = narrowed(left.codes, bound + 1) * count + right.codes  # a type that holds count too
+    dense = bound <= DENSE_SPAN  # counted in a table of the combinations there could be
+    uniq, codes = dense_distinct(key, bound - 1, narrow=True) if dense else distinct(key, narrow=True)
     if len(uniq) * FEW_SHARE > len(codes):
         return None
     joint = pc.binary_join_element_wise(left.cells.take(from_numpy(uniq // count)),
                                         right.cells.take(from_numpy(uniq % count)), COMMA)
-    return Coding(joint, narrowed(codes, len(uniq)), left.index)
+    return Coding(joint, codes, left.index)
 
 
 def computed(column: object) -> bool:
@@ -119,6 +117,6 @@ def coding(kind: str, values: np.ndarray | pa.Array) -> tuple[np.ndarray, np.nda
     if not isinstance(values, np.ndarray) or values.dtype.kind not in "iu" or values.ndim != 1:
         return None
     if kind == TEXT:
-        uniq, codes = distinct(np.where(values >= 0, values, -1) + 1)  # 0: missing
+        uniq, codes = distinct(np.where(values >= 0, values, -1) + 1, narrow=True)  # 0: missing
         return uniq - 1, codes
     return few_values(as_integers(values)[0]) if kind == INT else None

@@ -125,7 +125,7 @@ def few_values(values: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
         values = np.where(present, values, low - 1)
     if high - low >= len(values) or many_sampled(values):
         return None
-    uniq, index = distinct(values)
+    uniq, index = distinct(values, narrow=True)
     if len(uniq) * 8 >= len(values):
         return None
     if missing:

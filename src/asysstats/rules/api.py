@@ -7,7 +7,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from asysstats.compute.distinct import Coded
+from asysstats.compute.distinct import Coded, tie_order
 from asysstats.engine import Gathered, Inputs
 from asysstats.io.schema import NSYS
 from asysstats.registry import INT, ROWS, TEXT, Column, Rule
@@ -65,9 +65,9 @@ TRACE_COLUMNS = (
 def api_trace(inputs: Inputs, options: Mapping[str, Any]) -> dict:
     calls = inputs.table("runtime", API_COLUMNS)
     names = api_name_key(inputs, calls["nameId"]).narrow()
-    rank = inputs.strings.sort_rank(names.values)[names.codes]
-    order = np.lexsort((calls["correlationId"], calls["tid"], calls["pid"], calls["end"], rank, calls["start"]))
-    del rank
+    rank = inputs.strings.sort_rank(names.values)  # of each distinct name
+    order = tie_order(calls["start"], lambda rows: (calls["correlationId"][rows], calls["tid"][rows],
+                                                    calls["pid"][rows], calls["end"][rows], rank[names.codes[rows]]))
     threads = Coded.of(calls["globalTid"]).narrow()
     thread_labels = threads.mapped(thread_names(inputs)(threads.values))
     return dict(zip((c.name for c in TRACE_COLUMNS), (  # gathered in order as written: no sorted copies

@@ -12,7 +12,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from asysstats.compute.distinct import Coded, code_type, distinct
+from asysstats.compute.distinct import Coded, code_type, distinct, tie_order
 from asysstats.compute.grouped import dense_group_ids
 from asysstats.engine import Gathered, Inputs
 from asysstats.io.tables import NA, EventTable
@@ -72,7 +72,8 @@ MISSING = {c.name: NA if c.kind == INT else -1 for c in COLUMNS}  # a cell a tab
 def table_coded(values: np.ndarray, first: int, rows: int, fill: int | float) -> Coded:
     """One table's column at the ``rows`` of the tables stacked in turn (its rows from
     ``first`` on), coded (:class:`Coded`): ``fill`` at the other tables' rows."""
-    uniq, codes = distinct(values) if values.dtype.kind in "iu" else np.unique(values, return_inverse=True)
+    integers = values.dtype.kind in "iu"
+    uniq, codes = distinct(values, narrow=True) if integers else np.unique(values, return_inverse=True)
     at = int(np.searchsorted(uniq, fill))  # NaN sorts last
     added = at == len(uniq) or not (uniq[at] == fill or np.isnan(fill) and np.isnan(uniq[at]))
     stacked = np.full(rows, at, dtype=code_type(len(uniq) + added))
@@ -105,8 +106,9 @@ def ppu_trace(inputs: Inputs, options: Mapping[str, Any]) -> dict:
     names = np.concatenate([kernel_names(inputs, kernels, options),
                             memcpy_name_ids(inputs, memcpy["copyKind"], memcpy["dstKind"]),
                             np.repeat(inputs.strings.intern(["Memset"]), memset.rows)])
-    order = np.lexsort((stacked["correlationId"], stacked["streamId"], stacked["deviceId"],
-                        inputs.strings.sort_rank(names), stacked["start"]))
+    order = tie_order(stacked["start"], lambda rows: (
+        stacked["correlationId"][rows], stacked["streamId"][rows], stacked["deviceId"][rows],
+        inputs.strings.sort_rank(names[rows])))
     start, end = stacked["start"], stacked["end"]
     columns: dict[str, Any] = {
         "Start (ns)": start, "Duration (ns)": lambda rows: end[rows] - start[rows], "CorrId": stacked["correlationId"],
