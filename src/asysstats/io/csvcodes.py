@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 from asysstats.compute.distinct import DENSE_SPAN, Coded, dense_distinct, distinct, narrowed
 from asysstats.engine import Gathered, Result
 from asysstats.io.arrow import from_numpy, text
-from asysstats.io.format import as_integers, cells, few_values
+from asysstats.io.format import as_integers, cells, few_values, sampled_count
 from asysstats.io.strings import StringPool
 from asysstats.registry import INT, TEXT, Column
 
@@ -73,7 +73,8 @@ def segments(result: Result, decimals: int) -> list[Segment]:
 
 def column_coding(kind: str, column: object, strings: StringPool, decimals: int) -> Coding | None:
     """A frame column coded over all its rows where it has few distinct values; None for a
-    column computed a piece at a time, Arrow text or many values."""
+    column computed a piece at a time, Arrow text or many values (in a sample of its rows:
+    a piece formats those it has)."""
     if computed(column):
         return None
     index = None
@@ -82,7 +83,7 @@ def column_coding(kind: str, column: object, strings: StringPool, decimals: int)
     if isinstance(column, Coded):
         uniq, codes = column.values, column.codes
     else:
-        coded = coding(kind, column)  # type: ignore[arg-type]
+        coded = coding(kind, column) if few_sampled(column) else None
         if coded is None:
             return None
         uniq, codes = coded
@@ -104,6 +105,14 @@ def joined(left: Coding, right: Coding | None) -> Coding | None:
     joint = pc.binary_join_element_wise(left.cells.take(from_numpy(uniq // count)),
                                         right.cells.take(from_numpy(uniq % count)), COMMA)
     return Coding(joint, codes, left.index)
+
+
+def few_sampled(values: object) -> bool:
+    """Whether a sample of the rows of an integer column has few distinct values."""
+    if not isinstance(values, np.ndarray) or values.ndim != 1 or values.dtype.kind not in "iu":
+        return False
+    count, rows = sampled_count(values)
+    return count * FEW_SHARE <= rows
 
 
 def computed(column: object) -> bool:

@@ -1,7 +1,7 @@
 """The CSV lines of a slice of a result's rows (conventions 6-8), as one piece of bytes.
 
-Columns coded once per result (:mod:`asysstats.io.csvcodes`) take their cells by code; a
-column computed a piece at a time is coded per piece where it has few values. Consecutive
+Columns coded once per result (:mod:`asysstats.io.csvcodes`) take their cells by code; the
+others are coded per piece where it has few values of them. Consecutive
 columns whose values repeat from row to row (a trace of pairs, where a kernel's columns
 repeat for each range it is in) are formatted once per run of equal rows. Of the others,
 a run of coded columns is formatted once per distinct combination of their values, the
@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 from asysstats.compute.distinct import distinct
 from asysstats.engine import Result
 from asysstats.io.arrow import from_numpy, text, text_bytes
-from asysstats.io.csvcodes import COMMA, FEW_SHARE, Segment, coding, computed
+from asysstats.io.csvcodes import COMMA, FEW_SHARE, Segment, coding
 from asysstats.io.format import as_integers, cells, integer_cells
 from asysstats.io.strings import StringPool
 from asysstats.registry import INT
@@ -51,10 +51,8 @@ def csv_lines(result: Result, parts: list[Segment], start: int, stop: int, decim
             coded.append(Piece([cells_used], codes))
             values.append(codes)
             continue
-        column = result.frame[segment.columns[0].name]
-        values.append(column[start:stop])
-        coded.append(piece_coding(segment.columns[0].kind, values[-1], result.strings, decimals)
-                     if computed(column) else None)  # the others were coded over all their rows if they could be
+        values.append(result.frame[segment.columns[0].name][start:stop])
+        coded.append(piece_coding(segment.columns[0].kind, values[-1], result.strings, decimals))
         if coded[-1] is not None:
             values[-1] = coded[-1].codes
     kinds = [segment.columns[0].kind for segment in parts]
@@ -167,8 +165,9 @@ def combined(columns: list[Piece]) -> list[Piece]:
     while the combinations stay few. Combined a column at a time, so that keys stay dense."""
     pieces = []
     while columns:
-        key, steps, taken = columns[0].codes.astype(np.int64), [], 1
-        for column in columns[1:]:
+        used, key = distinct(columns[0].codes)  # the first column's values that occur, dense
+        steps, taken = [], 1
+        for column in columns[1:] if len(used) * FEW_SHARE <= len(key) else []:  # else no combination is few
             uniq, joint = distinct(key * len(column.cells[0]) + column.codes)
             if len(uniq) * FEW_SHARE > len(key):
                 break
@@ -183,7 +182,7 @@ def combined(columns: list[Piece]) -> list[Piece]:
             for (uniq, count), column in zip(reversed(steps), reversed(columns[:taken])):
                 index, digit = np.divmod(uniq[index], count)
                 parts.append(column.cells[0].take(from_numpy(digit)))
-            parts.append(columns[0].cells[0].take(from_numpy(index)))
+            parts.append(columns[0].cells[0].take(from_numpy(used[index])))
             pieces.append(Piece(parts[::-1], key))
         columns = columns[taken:]
     return pieces
