@@ -6,10 +6,11 @@ from __future__ import annotations
 import statistics
 
 import numpy as np
+import pytest
 from hypothesis import assume, given, settings, strategies as st
 
 from asysstats.compute import grouped, intervals
-from asysstats.compute.distinct import DERIVED_BASE, Coded, distinct
+from asysstats.compute.distinct import DERIVED_BASE, Coded, distinct, narrowed, tie_order
 from asysstats.io.strings import StringPool
 from asysstats.rules.activity import row_index
 
@@ -77,6 +78,20 @@ def test_distinct_equals_numpy_unique(values):
     assert uniq.tolist() == expected.tolist() and index.tolist() == inverse.reshape(-1).tolist()
 
 
+@pytest.mark.parametrize("count", [2, 64, 65])
+def test_distinct_of_few_scattered_values_sampled_or_sorted(count):
+    """Few values far apart are looked up among a sample's; a value the sample misses, or
+    too many values, and they are sorted: the same result either way."""
+    rng = np.random.default_rng(count)
+    ids = (rng.integers(0, count, 50_000) << 40) + 7
+    ids[-1] = 1 << 60  # between the sampled rows
+    uniq, index = distinct(ids)
+    expected, inverse = np.unique(ids, return_inverse=True)
+    assert uniq.tolist() == expected.tolist() and index.tolist() == inverse.tolist()
+    uniq, index = distinct(ids[:-1])
+    assert uniq.tolist() == expected[:-1].tolist() and np.array_equal(uniq[index], ids[:-1])
+
+
 @SETTINGS
 @given(st.lists(id_values, max_size=40), st.lists(st.integers(0, 39), max_size=40))
 def test_coded_take_keeps_the_values_of_the_rows_taken(values, picks):
@@ -85,6 +100,24 @@ def test_coded_take_keeps_the_values_of_the_rows_taken(values, picks):
     taken = Coded.of(ids).take(index)
     assert taken.rows().tolist() == ids[index].tolist()
     assert taken.values.tolist() == sorted(set(ids[index].tolist()))  # only the values the rows use
+
+
+@SETTINGS
+@given(st.lists(id_values, max_size=40), st.integers(0, 2 ** 32 - 1))
+def test_coded_mapped_and_narrowed_keep_the_values_of_every_row(values, seed):
+    ids = np.array(values, dtype=np.int64)
+    coded = Coded.of(ids)
+    replacement = np.random.default_rng(seed).integers(-1, 3, len(coded.values))  # several values may map to one
+    mapped = coded.mapped(replacement)
+    assert mapped.rows().tolist() == replacement[coded.codes].tolist()
+    assert mapped.values.tolist() == sorted(set(replacement[coded.codes].tolist())) and mapped.codes.dtype == np.uint8
+    assert mapped[np.arange(len(ids))[::-1]].tolist() == mapped.rows()[::-1].tolist()
+
+
+def test_narrowed_codes_take_the_narrowest_type():
+    codes = np.arange(3)
+    assert [narrowed(codes, n).dtype for n in (256, 257, 65537, 1 << 31, (1 << 31) + 1)] == \
+        [np.uint8, np.uint16, np.int32, np.int32, np.int64]
 
 
 @SETTINGS
@@ -237,3 +270,15 @@ def test_overlap_components(rows):
 def test_set_difference_equals_numpy_setdiff1d(values, other):
     a, b = np.array(values, dtype=np.int64), np.array(other, dtype=np.int64)
     assert intervals.set_difference(a, b).tolist() == np.setdiff1d(a, b).tolist()
+
+
+@SETTINGS
+@given(st.lists(st.tuples(st.integers(0, 6), st.integers(-2, 2), id_values), max_size=60))
+def test_tie_order_is_the_lexsort_of_every_key(rows):
+    primary, second, third = (np.array([r[i] for r in rows], dtype=np.int64) for i in range(3))
+    asked = []
+    order = tie_order(primary, lambda at: asked.append(len(at)) or (third[at], second[at]))
+    assert order.tolist() == np.lexsort((third, second, primary)).tolist()
+    counts = np.unique(primary, return_counts=True)[1]
+    tied = int(counts[counts > 1].sum())
+    assert asked == ([tied] if tied else [])  # the other keys are computed for the tied rows alone

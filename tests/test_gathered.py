@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import given, settings, strategies as st
 
+from asysstats.compute.distinct import Coded
 from asysstats.engine import Gathered, Result, shaped
 from asysstats.io import writers
 from asysstats.io.strings import StringPool
@@ -49,3 +50,42 @@ def test_a_gathered_function_is_computed_for_the_rows_read():
     column = Gathered(lambda rows: asked.append(rows.tolist()) or end[rows] - start[rows], np.array([2, 0, 1, 2]))
     assert column[1:3].tolist() == [1, 5] and asked == [[0, 1]]
     assert np.asarray(column).tolist() == [20, 1, 5, 20]
+
+
+WIDE = Rule("wide", "Wide", "A demo rule.", tuple(Column(f"c{i}", kind, "") for i, kind in enumerate(
+    (INT, INT, TEXT, INT, INT, TEXT, INT))), lambda i, o: {}, ("kernels",))
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(200, 3000), st.integers(0, 2 ** 32 - 1), st.sampled_from([7, 1000, 1 << 18]))
+def test_columns_coded_and_combined_once_print_like_their_gathered_values(rows, seed, chunk):
+    """Columns gathered through one index are coded over the values they gather from and
+    combined (a ``Coded`` column among them, floats with NaN); a function of the rows and a
+    column over a longer array are not combined with them."""
+    rng = np.random.default_rng(seed)
+    pool = StringPool()
+    words = pool.intern(["a", "b,c", 'say "hi"'])
+    base = 2000
+    index = rng.integers(0, base, rows)
+    few = np.where(rng.random(base) < 0.1, NA, rng.integers(0, 4, base) * 100)
+    coded = Coded.of(rng.integers(0, 3, base))
+    ids = np.where(rng.random(base) < 0.2, -1, words[rng.integers(0, 3, base)])
+    floats = np.where(rng.random(base) < 0.5, np.nan, rng.integers(0, 5, base) * 1.7)
+    longer = rng.integers(0, 3, base + 1)
+    lazy = {"c0": Gathered(few, index), "c1": Gathered(coded, index), "c2": Gathered(ids, index),
+            "c3": Gathered(floats, index), "c4": Gathered(lambda r: few[r] // 2, index),
+            "c5": Gathered(ids, index), "c6": Gathered(longer, index)}
+    plain = {"c0": few[index], "c1": coded.rows()[index], "c2": ids[index], "c3": floats[index],
+             "c4": few[index] // 2, "c5": ids[index], "c6": longer[index]}
+    writers.CHUNK_ROWS, saved = chunk, writers.CHUNK_ROWS
+    try:
+        expected = writers.to_csv(Result(WIDE, WIDE.columns, plain, pool))
+        assert writers.to_csv(Result(WIDE, WIDE.columns, lazy, pool)) == expected
+        assert expected.count("\n") == rows + 1 and '"b,c"' in expected
+    finally:
+        writers.CHUNK_ROWS = saved
+
+
+def test_a_coded_column_is_gathered_by_its_codes():
+    column = Gathered(Coded(np.array([-1, 7, 9]), np.array([2, 0, 1, 1], dtype=np.uint8)), np.array([3, 0]))
+    assert np.asarray(column).tolist() == [7, 9]

@@ -140,3 +140,18 @@ def test_memory_summaries_match_brute_force(operations):
         assert_summary(run_json(w.path, "hggc_ppu_mem_time_sum"), brute_summary(times), "Operation", "Count")
         assert_summary(run_json(w.path, "hggc_ppu_mem_size_sum"), brute_summary(sizes), "Operation", "Count",
                        unit="bytes")
+
+
+def test_a_table_column_coded_among_stacked_tables_has_the_fill_elsewhere():
+    import numpy as np
+
+    from asysstats.io.tables import NA
+    from asysstats.rules.ppu_trace import table_coded
+
+    ints = table_coded(np.array([5, 3, 5]), 1, 5, NA)
+    assert ints.rows().tolist() == [NA, 5, 3, 5, NA] and ints.values.tolist() == [NA, 3, 5]
+    floats = np.array([2.5, np.nan, 1.0])
+    assert np.array_equal(table_coded(floats, 2, 6, np.nan).rows(), [np.nan, np.nan, 2.5, np.nan, 1.0, np.nan],
+                          equal_nan=True)
+    assert table_coded(np.array([-1, 4]), 0, 3, -1).values.tolist() == [-1, 4]  # the fill among the values
+    assert table_coded(np.zeros(0, np.int64), 0, 2, -1).rows().tolist() == [-1, -1]

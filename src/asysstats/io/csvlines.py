@@ -1,10 +1,11 @@
 """The CSV lines of a slice of a result's rows (conventions 6-8), as one piece of bytes.
 
-Consecutive columns whose values repeat from row to row (a trace of pairs, where a kernel's
-columns repeat for each range it is in) are formatted once per run of equal rows. Of the
-others, a column of few distinct values (string ids, small integers) is formatted once per
-distinct value, and a run of such columns once per distinct combination of their values;
-the rest per row. The cells of a combination (or run) are joined once and taken for each
+Columns coded once per result (:mod:`asysstats.io.csvcodes`) take their cells by code; the
+others are coded per piece where it has few values of them. Consecutive
+columns whose values repeat from row to row (a trace of pairs, where a kernel's columns
+repeat for each range it is in) are formatted once per run of equal rows. Of the others,
+a run of coded columns is formatted once per distinct combination of their values, the
+rest per row. The cells of a combination (or run) are joined once and taken for each
 of its rows; one ``binary_join_element_wise`` of the per-row cell arrays writes the lines
 (each cell followed by ',', the line by a newline) into a buffer sized in advance.
 """
@@ -21,11 +22,12 @@ import pyarrow.compute as pc
 from asysstats.compute.distinct import distinct
 from asysstats.engine import Result
 from asysstats.io.arrow import from_numpy, text, text_bytes
-from asysstats.io.format import as_integers, cells, few_values, integer_cells
+from asysstats.io.csvcodes import COMMA, FEW_SHARE, Segment, coding
+from asysstats.io.format import as_integers, cells, integer_cells
 from asysstats.io.strings import StringPool
-from asysstats.registry import INT, TEXT, Column
+from asysstats.registry import INT
 
-COMMA, NEWLINE = text(","), text("\n")
+NEWLINE = text("\n")
 RUN_SHARE = 2  # columns are formatted per run of equal rows while the runs are at most 1 / RUN_SHARE of the rows
 
 
@@ -38,19 +40,31 @@ class Piece(NamedTuple):
     runs: bool = False
 
 
-def csv_lines(result: Result, start: int, stop: int, decimals: int) -> memoryview:
-    """``Row#,<cells>,`` and a newline for each row in ``[start, stop)``."""
-    values = [result.frame[c.name][start:stop] for c in result.columns]
-    codings = [coding(c.kind, v) for c, v in zip(result.columns, values)]
+def csv_lines(result: Result, parts: list[Segment], start: int, stop: int, decimals: int) -> memoryview:
+    """``Row#,<cells>,`` and a newline for each row in ``[start, stop)`` (``parts``:
+    :func:`~asysstats.io.csvcodes.segments`)."""
+    coded: list[Piece | None] = []
+    values = []  # per row, or a coded segment's codes
+    for segment in parts:
+        if segment.coding is not None:
+            cells_used, codes = segment.coding.at(start, stop)
+            coded.append(Piece([cells_used], codes))
+            values.append(codes)
+            continue
+        values.append(result.frame[segment.columns[0].name][start:stop])
+        coded.append(piece_coding(segment.columns[0].kind, values[-1], result.strings, decimals))
+        if coded[-1] is not None:
+            values[-1] = coded[-1].codes
+    kinds = [segment.columns[0].kind for segment in parts]
     columns = [Piece([row_numbers(start, stop)])]
-    for (first, last), changed in run_groups(values, [c is None for c in codings]):
-        if changed is None:
-            kind = result.columns[first].kind
-            columns.append(column_cells(kind, values[first], result.strings, decimals, codings[first]))
+    for (first, last), changed in run_groups(values, [p is None for p in coded]):
+        if changed is not None:
+            columns.append(run_cells(kinds[first:last], values[first:last], coded[first:last], changed,
+                                     result.strings, decimals))
         else:
-            columns.append(run_cells(result.columns[first:last], values[first:last], changed, result.strings,
-                                     decimals))
-    del values
+            piece = coded[first]
+            columns.append(row_cells(kinds[first], values[first], result.strings, decimals) if piece is None else piece)
+    del values, coded
     line = []  # the cells of the lines in order, each array one cell per row
     for kind, run in groupby(columns, key=lambda c: "runs" if c.runs else c.codes is not None):
         same = list(run)
@@ -109,35 +123,37 @@ def few_runs(changed: np.ndarray) -> bool:
     return np.count_nonzero(changed) * RUN_SHARE <= len(changed)
 
 
-def run_cells(columns: tuple[Column, ...], values: list[np.ndarray], changed: np.ndarray, strings: StringPool,
-              decimals: int) -> Piece:
-    """The cells of consecutive columns once per run of equal rows (``changed`` marks each
-    run's first row); the codes number the runs."""
+def run_cells(kinds: list[str], values: list[np.ndarray], coded: list[Piece | None], changed: np.ndarray,
+              strings: StringPool, decimals: int) -> Piece:
+    """The cells of consecutive columns (or coded segments) once per run of equal rows
+    (``changed`` marks each run's first row); the codes number the runs. A coded column's
+    ``values`` are its codes."""
     heads = np.flatnonzero(changed)
     parts = []
-    for column, column_values in zip(columns, values):
+    for kind, column_values, column_coded in zip(kinds, values, coded):
         at_heads = column_values[heads]
-        piece = column_cells(column.kind, at_heads, strings, decimals, coding(column.kind, at_heads))
+        if column_coded is not None:
+            parts.append(column_coded.cells[0].take(from_numpy(at_heads)))
+            continue
+        piece = column_cells(kind, at_heads, strings, decimals)
         parts += piece.cells if piece.codes is None else [c.take(from_numpy(piece.codes)) for c in piece.cells]
     return Piece(parts, np.cumsum(changed) - 1, runs=True)
 
 
-def coding(kind: str, values: np.ndarray | pa.Array) -> tuple[np.ndarray, np.ndarray] | None:
-    """(distinct values, each row's index) of a column formatted once per distinct value
-    (string ids, -1 missing; integers of few values), else None."""
-    if not isinstance(values, np.ndarray) or values.dtype.kind not in "iu":
-        return None
-    if kind == TEXT:
-        uniq, codes = distinct(np.where(values >= 0, values, -1) + 1)  # 0: missing
-        return uniq - 1, codes
-    return few_values(as_integers(values)[0]) if kind == INT else None
+def piece_coding(kind: str, values: np.ndarray | pa.Array, strings: StringPool, decimals: int) -> Piece | None:
+    """A column of a piece coded where it has few distinct values (:func:`coding`), else None."""
+    coded = coding(kind, values)
+    return None if coded is None else Piece([cells(kind, coded[0], strings, decimals, csv=True)], coded[1])
 
 
-def column_cells(kind: str, values: np.ndarray | pa.Array, strings: StringPool, decimals: int,
-                 coded: tuple[np.ndarray, np.ndarray] | None) -> Piece:
-    """The CSV cells of a column: once per distinct value where ``coded`` (:func:`coding`)."""
-    if coded is not None:
-        return Piece([cells(kind, coded[0], strings, decimals, csv=True)], coded[1])
+def column_cells(kind: str, values: np.ndarray | pa.Array, strings: StringPool, decimals: int) -> Piece:
+    """The CSV cells of a column of a piece (:func:`piece_coding` where it has few values)."""
+    coded = piece_coding(kind, values, strings, decimals)
+    return row_cells(kind, values, strings, decimals) if coded is None else coded
+
+
+def row_cells(kind: str, values: np.ndarray | pa.Array, strings: StringPool, decimals: int) -> Piece:
+    """The CSV cells of a column of a piece formatted per row (it has many distinct values)."""
     if kind == INT and isinstance(values, np.ndarray) and values.dtype.kind in "iu":
         return Piece([integer_cells(*as_integers(values), csv=True, few=False)])
     return Piece([cells(kind, values, strings, decimals, csv=True)])
@@ -149,20 +165,24 @@ def combined(columns: list[Piece]) -> list[Piece]:
     while the combinations stay few. Combined a column at a time, so that keys stay dense."""
     pieces = []
     while columns:
-        key, steps, taken = columns[0].codes, [], 1
-        for column in columns[1:]:
+        used, key = distinct(columns[0].codes)  # the first column's values that occur, dense
+        steps, taken = [], 1
+        for column in columns[1:] if len(used) * FEW_SHARE <= len(key) else []:  # else no combination is few
             uniq, joint = distinct(key * len(column.cells[0]) + column.codes)
-            if len(uniq) * 8 > len(key):
+            if len(uniq) * FEW_SHARE > len(key):
                 break
             key = joint
             steps.append((uniq, len(column.cells[0])))
             taken += 1
-        parts = []
-        index = np.arange(int(key.max(initial=-1)) + 1)
-        for (uniq, count), column in zip(reversed(steps), reversed(columns[:taken])):
-            index, digit = np.divmod(uniq[index], count)
-            parts.append(column.cells[0].take(from_numpy(digit)))
-        parts.append(columns[0].cells[0].take(from_numpy(index)))
-        pieces.append(Piece(parts[::-1], key))
+        if taken == 1:
+            pieces.append(columns[0])
+        else:
+            parts = []
+            index = np.arange(int(key.max(initial=-1)) + 1)
+            for (uniq, count), column in zip(reversed(steps), reversed(columns[:taken])):
+                index, digit = np.divmod(uniq[index], count)
+                parts.append(column.cells[0].take(from_numpy(digit)))
+            parts.append(columns[0].cells[0].take(from_numpy(used[index])))
+            pieces.append(Piece(parts[::-1], key))
         columns = columns[taken:]
     return pieces

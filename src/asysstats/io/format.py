@@ -123,14 +123,22 @@ def few_values(values: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
             return None
         low = int(values.min(where=present, initial=high))
         values = np.where(present, values, low - 1)
-    if high - low >= len(values):
+    sampled, sample_rows = sampled_count(values)
+    if high - low >= len(values) or sampled * 2 > sample_rows:  # most rows differ (correlation ids)
         return None
-    uniq, index = distinct(values)
+    uniq, index = distinct(values, narrow=True)
     if len(uniq) * 8 >= len(values):
         return None
     if missing:
         uniq[0] = NA
     return uniq, index
+
+
+def sampled_count(values: np.ndarray, rows: int = 4096) -> tuple[int, int]:
+    """(distinct values, rows) of a sample of about ``rows`` rows spread over a column: a
+    column of many distinct values is told without counting them all."""
+    sample = np.sort(values[::max(1, len(values) // rows)])
+    return int(np.count_nonzero(sample[1:] != sample[:-1])) + min(len(sample), 1), len(sample)
 
 
 def text_cells(values: np.ndarray | pa.Array, strings: StringPool, csv: bool = False) -> pa.Array:

@@ -17,6 +17,7 @@ import pyarrow.compute as pc
 from asysstats.engine import Result
 from asysstats.errors import AsysError
 from asysstats.io.arrow import lines_bytes, text
+from asysstats.io.csvcodes import segments
 from asysstats.io.csvlines import csv_lines, row_numbers
 from asysstats.io.format import DASH, cells, pair_sides, texts, typed_value
 from asysstats.io.memory import release_memory
@@ -42,9 +43,10 @@ def csv_parts(result: Result, decimals: int = 1) -> Iterator[bytes | memoryview]
     """Header ``Row#,<columns>,``; text always quoted, numbers never; each line ends with ','."""
     yield (",".join(["Row#"] + [c.name for c in result.columns]) + ",\n").encode("utf-8")
     step = piece_rows(result.rows)
+    parts = segments(result, decimals)
     for start in range(0, result.rows, step):
         release_memory()  # what the rule and the last piece freed: Arrow's allocator would keep it
-        yield csv_lines(result, start, min(start + step, result.rows), decimals)
+        yield csv_lines(result, parts, start, min(start + step, result.rows), decimals)
 
 
 def to_csv(result: Result, decimals: int = 1) -> str:

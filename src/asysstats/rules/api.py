@@ -7,7 +7,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from asysstats.compute.distinct import Coded, distinct
+from asysstats.compute.distinct import Coded, tie_order
 from asysstats.engine import Gathered, Inputs
 from asysstats.io.schema import NSYS
 from asysstats.registry import INT, ROWS, TEXT, Column, Rule
@@ -64,18 +64,16 @@ TRACE_COLUMNS = (
 
 def api_trace(inputs: Inputs, options: Mapping[str, Any]) -> dict:
     calls = inputs.table("runtime", API_COLUMNS)
-    ids, inverse = distinct(calls["nameId"])
-    names = api_name_ids(inputs, ids)  # of each distinct name id
-    rank = inputs.strings.sort_rank(names)[inverse]
-    del inverse
-    order = np.lexsort((calls["correlationId"], calls["tid"], calls["pid"], calls["end"], rank, calls["start"]))
-    del rank
-    thread_name_ids = thread_names(inputs)
+    names = api_name_key(inputs, calls["nameId"]).narrow()
+    rank = inputs.strings.sort_rank(names.values)  # of each distinct name
+    order = tie_order(calls["start"], lambda rows: (calls["correlationId"][rows], calls["tid"][rows],
+                                                    calls["pid"][rows], calls["end"][rows], rank[names.codes[rows]]))
+    threads = Coded.of(calls["globalTid"]).narrow()
+    thread_labels = threads.mapped(thread_names(inputs)(threads.values))
     return dict(zip((c.name for c in TRACE_COLUMNS), (  # gathered in order as written: no sorted copies
         Gathered(calls["start"], order), Gathered(lambda rows: calls["end"][rows] - calls["start"][rows], order),
-        Gathered(lambda rows: names[np.searchsorted(ids, calls["nameId"][rows])], order),
-        Gathered(calls["correlationId"], order), Gathered(calls["pid"], order), Gathered(calls["tid"], order),
-        Gathered(lambda rows: thread_name_ids(calls["globalTid"][rows]), order))))
+        Gathered(names, order), Gathered(calls["correlationId"], order), Gathered(calls["pid"], order),
+        Gathered(calls["tid"], order), Gathered(thread_labels, order))))
 
 
 API_SUM = Rule(

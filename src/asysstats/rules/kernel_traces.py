@@ -7,6 +7,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from asysstats.compute.distinct import tie_order
 from asysstats.engine import Gathered, Inputs
 from asysstats.io.tables import NA
 from asysstats.registry import DEVICE, HGTX_NAME, INT, NAME_OPTIONS, ROWS, TEXT, Column, Rule
@@ -54,9 +55,9 @@ def kern_exec_trace(inputs: Inputs, options: Mapping[str, Any]) -> dict:
     k = np.flatnonzero((found >= 0) & (kernels["correlationId"] >= 0))
     call = by_call[found[k]]
     names = kernel_names(inputs, kernels, options)
-    rank = inputs.strings.sort_rank(names)
-    order = np.lexsort((kernels["streamId"][k], kernels["deviceId"][k], rank[k], kernels["start"][k],
-                        calls["start"][call]))
+    order = tie_order(calls["start"][call], lambda rows: (
+        kernels["streamId"][k[rows]], kernels["deviceId"][k[rows]], inputs.strings.sort_rank(names[k[rows]]),
+        kernels["start"][k[rows]]))
     k, call = k[order], call[order]  # rows of the kernels and of their launch calls, in output order
     kernel_start, call_end = kernels["start"][k], calls["end"][call]
     queued = kernel_start >= call_end
@@ -105,8 +106,8 @@ GB_TRACE_COLUMNS = (
 def kern_gb_trace(inputs: Inputs, options: Mapping[str, Any]) -> dict:
     kernels = inputs.table("kernels", GB_COLUMNS)
     names = kernel_names(inputs, kernels, options)
-    rank = inputs.strings.sort_rank(names)
-    order = np.lexsort((kernels["end"], kernels["streamId"], kernels["deviceId"], rank, kernels["start"]))
+    order = tie_order(kernels["start"], lambda rows: (kernels["end"][rows], kernels["streamId"][rows],
+                                                      kernels["deviceId"][rows], inputs.strings.sort_rank(names[rows])))
     grid, block = dimension_ids(inputs, kernels)
     return dict(zip((c.name for c in GB_TRACE_COLUMNS), (Gathered(values, order) for values in (
         kernels["start"], kernels["end"] - kernels["start"], kernels["pid"], kernels["deviceId"],

@@ -8,10 +8,11 @@ destination memory kind is lower-case (``Memcpy HtoD (device)``).
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 import numpy as np
 
+from asysstats.compute.distinct import Coded, code_type, distinct, tie_order
 from asysstats.compute.grouped import dense_group_ids
 from asysstats.engine import Gathered, Inputs
 from asysstats.io.tables import NA, EventTable
@@ -68,16 +69,20 @@ def memcpy_name_ids(inputs: Inputs, copy_kinds: np.ndarray, dst_kinds: np.ndarra
 MISSING = {c.name: NA if c.kind == INT else -1 for c in COLUMNS}  # a cell a table does not have (string id -1)
 
 
-def table_cells(values: np.ndarray, first: int, fill: int | float) -> Callable[[np.ndarray], np.ndarray]:
-    """The cells of one table's column at rows of the tables stacked in turn (its rows from
-    ``first`` on), ``fill`` at the other tables' rows."""
-    def cells(rows: np.ndarray) -> np.ndarray:
-        if not len(values):
-            return np.full(len(rows), fill, dtype=values.dtype)
-        local = rows - first
-        inside = (local >= 0) & (local < len(values))
-        return np.where(inside, values[np.where(inside, local, 0)], fill)
-    return cells
+def table_coded(values: np.ndarray, first: int, rows: int, fill: int | float) -> Coded:
+    """One table's column at the ``rows`` of the tables stacked in turn (its rows from
+    ``first`` on), coded (:class:`Coded`): ``fill`` at the other tables' rows."""
+    integers = values.dtype.kind in "iu"
+    uniq, codes = distinct(values, narrow=True) if integers else np.unique(values, return_inverse=True)
+    at = int(np.searchsorted(uniq, fill))  # NaN sorts last
+    added = at == len(uniq) or not (uniq[at] == fill or np.isnan(fill) and np.isnan(uniq[at]))
+    stacked = np.full(rows, at, dtype=code_type(len(uniq) + added))
+    own = stacked[first:first + len(values)]
+    own[:] = codes
+    if added:  # the fill takes its place among the values
+        uniq = np.insert(uniq, at, fill)
+        np.add(own, 1, out=own, where=own >= at)
+    return Coded(uniq, stacked)
 
 
 def memory_cells(inputs: Inputs, memcpy: EventTable, memset: EventTable) -> dict[str, np.ndarray]:
@@ -101,15 +106,17 @@ def ppu_trace(inputs: Inputs, options: Mapping[str, Any]) -> dict:
     names = np.concatenate([kernel_names(inputs, kernels, options),
                             memcpy_name_ids(inputs, memcpy["copyKind"], memcpy["dstKind"]),
                             np.repeat(inputs.strings.intern(["Memset"]), memset.rows)])
-    order = np.lexsort((stacked["correlationId"], stacked["streamId"], stacked["deviceId"],
-                        inputs.strings.sort_rank(names), stacked["start"]))
+    order = tie_order(stacked["start"], lambda rows: (
+        stacked["correlationId"][rows], stacked["streamId"][rows], stacked["deviceId"][rows],
+        inputs.strings.sort_rank(names[rows])))
     start, end = stacked["start"], stacked["end"]
     columns: dict[str, Any] = {
         "Start (ns)": start, "Duration (ns)": lambda rows: end[rows] - start[rows], "CorrId": stacked["correlationId"],
         "Device": device_label_ids(inputs, stacked.pop("deviceId")), "Ctx": stacked["contextId"],
         "Strm": stacked["streamId"], "Name": names}
-    columns |= {name: table_cells(kernels[field], 0, NA) for name, field in KERNEL_FIELDS.items()}
-    columns |= {name: table_cells(values, kernels.rows, np.nan if values.dtype.kind == "f" else MISSING[name])
+    rows = len(start)
+    columns |= {name: table_coded(kernels[field], 0, rows, NA) for name, field in KERNEL_FIELDS.items()}
+    columns |= {name: table_coded(values, kernels.rows, rows, np.nan if values.dtype.kind == "f" else MISSING[name])
                 for name, values in memory_cells(inputs, memcpy, memset).items()}
     return {name: Gathered(values, order) for name, values in columns.items()}  # gathered as written
 
