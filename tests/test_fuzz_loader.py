@@ -52,3 +52,17 @@ def test_mutated_reports(pristine, tmp_path_factory, mutations, cut, rule):
     assert "Traceback" not in run.err and "internal error" not in run.err, run.err
     if run.code == 2:
         assert run.err.count("\n") == 1, run.err
+
+
+def test_column_declaration_not_utf8(pristine, tmp_path):
+    """connectorx panics (pyo3's PanicException, not an Exception) on a column declaration that is
+    not UTF-8: the table is read through sqlite3 instead, or the report rejected in one line."""
+    data = bytearray(pristine)
+    table = data.find(b'CREATE TABLE "HGPTI_ACTIVITY_KIND_KERNEL"')
+    declared = data.find(b'"end" INTEGER', table) + len(b'"end" ')
+    data[declared + 1] = 0xFF  # INTEGER -> I\xffTEGER: still an integer affinity to SQLite
+    path = tmp_path / "declared.asysrep"
+    path.write_bytes(bytes(data))
+    run = run_cli("stats", "-r", "hggc_ppu_kern_sum", "--format", "csv", "--no-cache", path)
+    assert run.code == 0, run.err
+    assert run.out.splitlines()[1:] == ['1,50.0,100,20,5,5,5,5,0,"k2",', '2,50.0,100,20,5,5,5,5,0,"void k<int>(int)",']

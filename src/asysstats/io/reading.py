@@ -55,10 +55,14 @@ class TableReader:
         """The columns of ``table``: numbers in one chunk (the cache maps it without a copy),
         text dictionary-encoded, a chunk per slice read."""
         query = self._select(table, cols)
-        try:
-            arrow = self._read_connectorx(table, query, cols)
-        except Exception:  # connectorx rejects mixed-type columns and NULL literals
-            arrow = None
+        arrow = None
+        if self._declared_in_utf8(table):  # else connectorx panics, its backtrace on stderr
+            try:
+                arrow = self._read_connectorx(table, query, cols)
+            except (KeyboardInterrupt, SystemExit):
+                raise
+            except BaseException:  # mixed-type columns and NULL literals rejected; a panic on other
+                pass               # damage is pyo3's PanicException, not an Exception
         if arrow is None or arrow.num_columns != len(cols):
             arrow = self._read_sqlite3(table, query, cols)
         columns = {}
@@ -68,6 +72,15 @@ class TableReader:
             arrow = arrow.drop_columns([c.name])
         release_memory()  # what the reading threads freed (the slices' plain text): out of the peak of what follows
         return columns
+
+    def _declared_in_utf8(self, table: str) -> bool:
+        """Whether the table's declaration (its column types) is valid UTF-8."""
+        declared = self.scalar(table, f"SELECT CAST(sql AS BLOB) FROM sqlite_master WHERE name = '{table}'")
+        try:
+            bytes(declared or b"").decode("utf-8")
+            return True
+        except UnicodeDecodeError:
+            return False
 
     def _select(self, table: str, cols: list[Col]) -> str:
         present = set(self.table_columns(table))
