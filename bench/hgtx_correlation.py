@@ -16,9 +16,10 @@ from types import SimpleNamespace
 
 import numpy as np
 
-import asysstats.hgtx as hgtx_module
-from asysstats.correlate import Pairs, correlate, innermost_range_names, project
-from asysstats.hgtx import nesting
+import asysstats.launches as launches_module
+from asysstats.correlate import Pairs, correlate, project
+from asysstats.launches import innermost_range_names
+from asysstats.nesting import nesting
 from asysstats.io.tables import EventTable
 
 DEPTH = 4
@@ -73,7 +74,7 @@ def main() -> None:
         "start": np.sort(rng.integers(0, span, k)), "globalTid": rng.integers(0, args.threads, k) + (1 << 24),
         "graphNodeId": np.arange(k), "originalGraphNodeId": np.full(k, -1), "pid": np.ones(k, np.int64)})
     report = _FakeReport(calls, nodes, ranges)
-    hgtx_module.all_ranges = lambda rep: rep.ranges  # no report file: ranges come from arrays
+    launches_module.all_ranges = lambda rep: rep.ranges  # no report file: ranges come from arrays
 
     t0 = clock()
     pairs: Pairs = correlate(report, ranges, kernels, graph_mapping=False)

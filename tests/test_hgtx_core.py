@@ -1,4 +1,4 @@
-"""The HGTX core (asysstats.hgtx, asysstats.correlate): range loading and nesting,
+"""The HGTX core (asysstats.hgtx, nesting, launches, correlate): range loading and nesting,
 correlation with activities, projection, innermost names — against brute force."""
 
 from __future__ import annotations
@@ -13,7 +13,9 @@ from hypothesis import strategies as st
 from asysstats.compute import intervals
 from asysstats.correlate import correlate, ppu_activities, project
 from asysstats.engine import Inputs
-from asysstats.hgtx import all_ranges, innermost_range_names, nesting
+from asysstats.hgtx import all_ranges
+from asysstats.launches import innermost_range_names
+from asysstats.nesting import nesting
 from asysstats.io.report import Report
 from asysstats.io.tables import NA
 from asysstats.synth.writer import ReportWriter

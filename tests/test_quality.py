@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from asysstats.engine import Inputs, Settings
-from asysstats.hgtx import nesting
+from asysstats.nesting import nesting
 from asysstats.io.report import Report
 from asysstats.io.tables import EventTable
 from asysstats.quality import nesting_breaks, report_check

@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from asysstats.engine import Result
-from asysstats.hgtx import all_ranges, range_stacks
+from asysstats.hgtx import all_ranges
+from asysstats.text_columns import range_stacks
 from asysstats.io.arrow import from_texts
 from asysstats.io.report import Report
 from asysstats.io.strings import StringPool

@@ -20,7 +20,9 @@ import numpy as np
 
 from asysstats.compute.intervals import covered_length_sorted, enclosing_pairs
 from asysstats.engine import in_window
-from asysstats.hgtx import find_filter_range, launch_rows, lookup, pair_key, runtime_calls, trusted
+from asysstats.compute.keys import lookup, pair_key
+from asysstats.hgtx import find_filter_range, trusted
+from asysstats.launches import launch_rows, runtime_calls
 from asysstats.io.tables import EventTable, empty_table
 
 if TYPE_CHECKING:

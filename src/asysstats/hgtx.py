@@ -1,4 +1,4 @@
-"""HGTX ranges: loading, push/pop nesting, name filters and ``--filter-hgtx``.
+"""HGTX ranges: loading, name filters and ``--filter-hgtx``.
 
 :func:`all_ranges` turns the HGTX event table into one table of ranges (push/pop, event
 type 59, and start/end, 60; marks and domain rows are dropped), with columns
@@ -13,7 +13,9 @@ type 59, and start/end, 60; marks and domain rows are dropped), with columns
   ``NA`` at level 0), ``children`` (immediate children) and ``childTime`` (their total
   duration) — push/pop ranges only; start/end ranges have level 0 and no parent.
 
-Correlation with PPU activities lives in :mod:`asysstats.correlate`.
+The nesting columns come from :mod:`asysstats.nesting`; the launching calls of activities and
+the innermost range around them from :mod:`asysstats.launches`; correlation with PPU
+activities from :mod:`asysstats.correlate`.
 """
 
 from __future__ import annotations
@@ -23,15 +25,12 @@ import weakref
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
 
-from asysstats.compute.distinct import distinct
-from asysstats.compute.intervals import enclosing_pairs
-from asysstats.engine import Gathered, Inputs, window_mask
+from asysstats.compute.keys import pair_key
+from asysstats.engine import Inputs, window_mask
 from asysstats.errors import AsysError
-from asysstats.io.arrow import from_numpy, text
-from asysstats.io.tables import NA, EventTable, LazyColumns, empty_table
+from asysstats.io.tables import EventTable, LazyColumns
+from asysstats.nesting import nesting
 from asysstats.names import prefixed_ids
 from asysstats.regexes import search
 from asysstats.suspects import without_suspect_events
@@ -41,7 +40,6 @@ if TYPE_CHECKING:
 
 PUSHPOP, STARTEND, DOMAIN_CREATE = 59, 60, 75
 HGTX_COLUMNS = ("start", "end", "eventType", "globalTid", "domainId", "text", "textId")
-CALL_COLUMNS = ("start", "end", "globalTid", "correlationId")
 NAME_COLUMNS = ("rangeId", "name", "domain", "style", "pushpop", "globalTid", "pid", "tid", "start", "end")
 NESTING_COLUMNS = ("level", "parentId", "children", "childTime")
 RANGE_COLUMNS = NAME_COLUMNS + NESTING_COLUMNS
@@ -153,178 +151,6 @@ def _domain_names(events: EventTable, label: np.ndarray, keep: np.ndarray) -> np
     slot = np.clip(np.searchsorted(uniq, key), 0, len(uniq) - 1)
     hit = uniq[slot] == key
     out[inside[hit]] = label[created][first[slot[hit]]]
-    return out
-
-
-def pair_key(high: np.ndarray, low: np.ndarray) -> np.ndarray:
-    """One int64 join key of two ids (``high`` < 2**31; ``low`` keeps its low 32 bits)."""
-    return (np.asarray(high, np.int64) << 32) | (np.asarray(low, np.int64) & 0xFFFFFFFF)
-
-
-def nesting(thread: np.ndarray, start: np.ndarray, end: np.ndarray, stacked: np.ndarray,
-            range_id: np.ndarray) -> dict[str, np.ndarray]:
-    """Level, parent id, child count and child time of the ``stacked`` (push/pop) ranges
-    (``range_id`` ascending: the ranges in report order).
-
-    Ranges of one thread are properly nested. One sorted sweep over +1/-1 events gives
-    each range's stack depth at its start; its parent is the nearest earlier range (in
-    start order, same thread) one level up. Ends sort before starts at equal times, and
-    a zero-length range's end after them, so touching ranges are siblings and an empty
-    range nests inside whatever starts with it."""
-    n = len(start)
-    level = np.zeros(n, np.int64)
-    parent = np.full(n, NA, np.int64)
-    children = np.zeros(n, np.int64)
-    child_time = np.zeros(n, np.int64)
-    idx = np.flatnonzero(stacked)
-    if len(idx):
-        g = distinct(thread[idx])[1].astype(np.int32)  # thread codes: a narrower sort key
-        s, e = start[idx], end[idx]
-        lvl, pos = _start_depths(g, s, e)
-        local_parent = _parents(g, lvl, pos)
-        level[idx] = lvl
-        with_parent = local_parent >= 0
-        parent[idx[with_parent]] = range_id[idx][local_parent[with_parent]]
-        children[idx] = np.bincount(local_parent[with_parent], minlength=len(idx))
-        child_time[idx] = np.bincount(local_parent[with_parent], weights=(e - s)[with_parent], minlength=len(idx))
-    return {"level": level, "parentId": parent, "children": children, "childTime": child_time}
-
-
-def _start_depths(g: np.ndarray, s: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Stack depth of each range at its start and its position in start order, from one
-    stable sort of start events ``(g, s, 1, -e)`` (equal ones in row order) and end events
-    ``(g, e, 0 or 2 when empty)`` (small key types: the sort of twice the ranges sets the
-    peak memory of a cold run)."""
-    m = len(s)
-    kind = np.concatenate([np.ones(m, np.int8), np.where(e == s, 2, 0).astype(np.int8)])
-    order = np.lexsort((np.concatenate([-e, np.zeros(m, np.int64)]), kind, np.concatenate([s, e]),
-                        np.concatenate([g, g])))
-    is_start = order < m
-    depth = np.cumsum(np.where(is_start, np.int8(1), np.int8(-1)), dtype=np.int64)[is_start] - 1
-    starts = order[is_start]
-    lvl = np.empty(m, np.int64)
-    lvl[starts] = depth
-    pos = np.empty(m, np.int64)
-    pos[starts] = np.arange(m)
-    return lvl, pos
-
-
-def _parents(g: np.ndarray, lvl: np.ndarray, pos: np.ndarray) -> np.ndarray:
-    """Index of each range's parent, -1 at level 0: the last range one level up before it
-    in start order, on the same thread."""
-    m = len(lvl)
-    key = lvl * m + pos
-    by_key = np.argsort(key)
-    has = np.flatnonzero(lvl > 0)
-    cand = np.searchsorted(key[by_key], key[has] - m, "left") - 1
-    par = by_key[np.maximum(cand, 0)]
-    valid = (cand >= 0) & (lvl[par] == lvl[has] - 1) & (g[par] == g[has])
-    local_parent = np.full(m, -1, np.int64)
-    local_parent[has[valid]] = par[valid]
-    return local_parent
-
-
-def range_stacks(report: "Report", range_ids: np.ndarray | Gathered) -> "StackColumn":
-    """``:6:7:8`` per range of ``range_ids``: the range ids of its push/pop stack, outermost
-    first (an ancestor may lie outside the time window), as a trace column joined a slice at
-    a time (:class:`StackColumn`)."""
-    return StackColumn(all_ranges(report), range_ids)
-
-
-class TextColumn(Gathered):
-    """A text column of a frame as Arrow strings, made for a slice of rows at a time as the
-    writers read a column: ``values[rows]`` of a string array (text built once per distinct
-    value, no string id interned for it)."""
-
-    __slots__ = ()
-
-    def __getitem__(self, key: slice) -> pa.Array:
-        return self.values.take(from_numpy(self.rows[key]))  # type: ignore[union-attr]
-
-    def __array__(self, dtype: np.dtype | None = None, copy: bool | None = None) -> np.ndarray:
-        return np.array(self[:].to_pylist(), dtype=object)
-
-
-class StackColumn(TextColumn):
-    """A text column of range stacks, joined by Arrow (no Python string per range) for a
-    slice of rows at a time, as the writers read a column: the text of every row at once
-    would outweigh the rest of a trace. ``values``: the report's ranges; ``rows``: the range
-    id of each row; ``parent``: each range's parent row (-1 at level 0)."""
-
-    __slots__ = ("parent",)
-
-    def __init__(self, ranges: EventTable, range_ids: np.ndarray | Gathered) -> None:
-        super().__init__(ranges, range_ids)  # type: ignore[arg-type]
-        parent = np.searchsorted(ranges["rangeId"], ranges["parentId"])
-        self.parent = np.where(ranges["level"] > 0, parent, -1).astype(np.int32)
-
-    def __getitem__(self, key: slice) -> pa.Array:
-        ranges: EventTable = self.values  # type: ignore[assignment]
-        row = np.searchsorted(ranges["rangeId"], self.rows[key]).astype(np.int32)
-        depth = int(ranges["level"][row].max(initial=-1)) + 1
-        stack = np.full((len(row), depth), -1, np.int32)  # per row its ranges, outermost first; -1 before them
-        for level in reversed(range(depth)):
-            stack[:, level] = row
-            row = np.where(row >= 0, self.parent[np.maximum(row, 0)], -1)
-        used = stack >= 0
-        offsets = np.zeros(len(stack) + 1, np.int32)
-        np.cumsum(np.count_nonzero(used, axis=1), out=offsets[1:])
-        ids = pc.cast(from_numpy(ranges["rangeId"][stack[used]]), pa.string())
-        joined = pc.binary_join(pa.ListArray.from_arrays(from_numpy(offsets), ids), text(":"))
-        return pc.binary_join_element_wise(text(""), joined, text(":"))  # ":" before the first id
-
-
-# -- launching calls and the innermost range --------------------------------------------------
-def runtime_calls(report: "Report") -> EventTable:
-    """All API calls (no time window: a call is only looked up by correlation id)."""
-    if not report.has("runtime"):
-        return empty_table(list(CALL_COLUMNS) + ["pid", "tid"])
-    return report.load("runtime", CALL_COLUMNS)
-
-
-def lookup(keys: np.ndarray, wanted: np.ndarray) -> np.ndarray:
-    """Row of ``keys`` holding each ``wanted`` value (its first occurrence), -1 when absent."""
-    if len(keys) == 0:
-        return np.full(len(wanted), -1, np.int64)
-    order = np.argsort(keys, kind="stable")
-    sorted_keys = keys[order]
-    slot = np.minimum(np.searchsorted(sorted_keys, wanted), len(keys) - 1)
-    return np.where(sorted_keys[slot] == wanted, order[slot], -1)
-
-
-def launch_rows(calls: EventTable, activities: EventTable) -> np.ndarray:
-    """Row of the launching API call of each activity (same process and correlationId), or -1
-    (also for correlationId 0, which marks activities no call caused)."""
-    rows = lookup(pair_key(calls["pid"], calls["correlationId"]),
-                  pair_key(activities["pid"], activities["correlationId"]))
-    return np.where(activities["correlationId"] > 0, rows, -1)
-
-
-def innermost_range_names(inputs: Inputs, activities: EventTable) -> np.ndarray:
-    """Per activity row (kernels, memcpy, memset: ``pid``, ``correlationId``), the name id
-    of the innermost range (latest start, then earliest end) on the launching call's thread
-    that holds the call's start; -1 when none (conventions 13).
-
-    Every range of the report counts (the time window selects activities, not the ranges
-    around them); graph mapping does not apply."""
-    out = np.full(activities.rows, -1, dtype=np.int64)
-    ranges = all_ranges(inputs.report)
-    if activities.rows == 0 or ranges.rows == 0:
-        return out
-    calls = runtime_calls(inputs.report)
-    launch = launch_rows(calls, activities)
-    have = np.flatnonzero(launch >= 0)
-    r, p = enclosing_pairs(ranges["globalTid"], ranges["start"], ranges["end"],
-                           calls["globalTid"][launch[have]], calls["start"][launch[have]])
-    if len(r) == 0:
-        return out
-    by_depth = np.lexsort((ranges["rangeId"], -ranges["end"], ranges["start"]))  # innermost last
-    rank = np.empty(ranges.rows, np.int64)
-    rank[by_depth] = np.arange(ranges.rows)
-    best = np.full(len(have), -1, np.int64)
-    np.maximum.at(best, p, rank[r])
-    found = best >= 0
-    out[have[found]] = ranges["name"][by_depth[best[found]]]
     return out
 
 

@@ -15,7 +15,7 @@ suspect events. Every check is vectorised and looks at the whole report (no time
 * ``outside capture`` — PPU activities starting before or ending after both the capture and
   the host API calls (a device clock offset);
 * ``broken nesting`` — push/pop ranges not inside the range one level up on their thread
-  (the nesting of :func:`asysstats.hgtx.nesting`; none is reported exactly when every thread's
+  (the nesting of :func:`asysstats.nesting.nesting`; none is reported exactly when every thread's
   ranges nest properly);
 * ``unmatched free`` — frees releasing no earlier allocation of the same process, device and
   address (the matching of ``device_memory_usage_*``).
@@ -33,7 +33,9 @@ import numpy as np
 
 from asysstats.compute.distinct import distinct
 from asysstats.correlate import PPU_KINDS
-from asysstats.hgtx import all_ranges, launch_rows, pair_key, runtime_calls
+from asysstats.compute.keys import pair_key
+from asysstats.hgtx import all_ranges
+from asysstats.launches import launch_rows, runtime_calls
 from asysstats.io.schema import TABLES
 from asysstats.io.tables import NA, EventTable
 from asysstats.registry import INT, ROWS, TEXT, Column, Rule

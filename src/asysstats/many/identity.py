@@ -29,7 +29,7 @@ from asysstats.io.tables import NA
 
 PID_BITS = 24
 LOW_BITS = 48
-MAX_REPORTS = 1 << 8  # pid keys (k << 24 | pid) stay below 2**32, as hgtx.pair_key needs
+MAX_REPORTS = 1 << 8  # pid keys (k << 24 | pid) stay below 2**32, as compute.keys.pair_key needs
 TIME_COLUMNS = frozenset({"start", "end", "startTime", "stopTime"})
 THREAD_COLUMNS = frozenset({"globalTid", "globalPid", "endGlobalTid"})
 LOCAL_ID_COLUMNS = frozenset({("runtime", "callchainId"), ("osrt", "callchainId"), ("callchains", "id"),

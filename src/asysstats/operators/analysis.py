@@ -34,7 +34,8 @@ from asysstats.compute.grouped import dense_group_ids
 from asysstats.compute.intervals import enclosing_pairs
 from asysstats.correlate import Pairs, correlate
 from asysstats.engine import Inputs
-from asysstats.hgtx import all_ranges, launch_rows, runtime_calls
+from asysstats.hgtx import all_ranges
+from asysstats.launches import launch_rows, runtime_calls
 from asysstats.io.tables import EventTable
 from asysstats.operators.activities import load_activities, range_filter
 from asysstats.operators.catalog import FRAMEWORK, LIBRARY

@@ -17,7 +17,9 @@ from asysstats.compute.grouped import dense_group_ids, grouped_stats
 from asysstats.compute.intervals import distinct_sorted
 from asysstats.correlate import Pairs, activity_table, correlate
 from asysstats.engine import Gathered, Inputs
-from asysstats.hgtx import launch_rows, load_ranges, name_filter, pair_key, runtime_calls
+from asysstats.compute.keys import pair_key
+from asysstats.hgtx import load_ranges, name_filter
+from asysstats.launches import launch_rows, runtime_calls
 from asysstats.io.memory import release_memory
 from asysstats.io.strings import StringPool
 from asysstats.io.tables import NA, EventTable

@@ -15,7 +15,8 @@ from asysstats.compute.grouped import grouped_stats, share_percent
 from asysstats.compute.intervals import covered_length_by_group
 from asysstats.correlate import Projection, correlate, ppu_activities, project
 from asysstats.engine import Gathered, Inputs
-from asysstats.hgtx import load_ranges, name_filter, range_stacks
+from asysstats.hgtx import load_ranges, name_filter
+from asysstats.text_columns import range_stacks
 from asysstats.io.tables import EventTable
 from asysstats.registry import (DEVICE, INT, NO_GRAPH_MAPPING, PERCENT, RANGE_EXCLUDE, RANGE_INCLUDE, RANGE_MODE,
                                 TEXT, Column, Rule)

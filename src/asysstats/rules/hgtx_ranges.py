@@ -9,7 +9,8 @@ import pyarrow.compute as pc
 
 from asysstats.compute.grouped import dense_group_ids
 from asysstats.engine import Gathered, Inputs
-from asysstats.hgtx import TextColumn, load_ranges, range_stacks
+from asysstats.hgtx import load_ranges
+from asysstats.text_columns import TextColumn, range_stacks
 from asysstats.io.arrow import from_numpy, text
 from asysstats.io.tables import EventTable
 from asysstats.regexes import search

@@ -8,7 +8,7 @@ import numpy as np
 
 from asysstats.compute.distinct import Coded
 from asysstats.engine import Inputs
-from asysstats.hgtx import innermost_range_names
+from asysstats.launches import innermost_range_names
 from asysstats.io.tables import EventTable
 from asysstats.names import kernel_name_codes, prefixed_ids
 from asysstats.registry import DEVICE, HGTX_NAME, NAME_OPTIONS, ROWS, TEXT, Column, Rule, name_mode

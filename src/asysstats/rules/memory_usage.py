@@ -11,7 +11,7 @@ from asysstats.callstacks import chain_membership, group_labels, parse_groups
 from asysstats.compute.grouped import group_by
 from asysstats.correlate import lookup
 from asysstats.engine import Inputs
-from asysstats.hgtx import pair_key
+from asysstats.compute.keys import pair_key
 from asysstats.io.tables import NA, EventTable
 from asysstats.registry import INT, TEXT, Column, Option, Rule
 

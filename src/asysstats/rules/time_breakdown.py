@@ -19,7 +19,7 @@ from asysstats.compute.distinct import distinct
 from asysstats.compute.grouped import share_percent
 from asysstats.compute.intervals import difference_length, distinct_sorted, union, union_length
 from asysstats.engine import Inputs
-from asysstats.hgtx import launch_rows, runtime_calls
+from asysstats.launches import launch_rows, runtime_calls
 from asysstats.io.strings import StringPool
 from asysstats.names import kernel_name_ids
 from asysstats.regexes import compile_user_regex, search
