@@ -8,10 +8,11 @@ import subprocess
 import sys
 
 import numpy as np
+import pyarrow as pa
 import pytest
 
 from asysstats.engine import Result
-from asysstats.io.format import cells
+from asysstats.io.format import cells, quoted
 from asysstats.io.strings import StringPool
 from asysstats.io.tables import NA
 from asysstats.io import writers
@@ -39,6 +40,13 @@ def test_csv_quotes_text_truncates_integers_and_rounds_half_away():
         '2,0.1,"-",0.0,"-",',
         '3,"-",-3,98.8,"plain",',
     ]
+
+
+def test_quoted_doubles_quotes_only_where_the_slice_has_them():
+    texts = pa.array(['a"b', "plain", ":1:2", 'x""', None])
+    assert quoted(texts).to_pylist() == ['"a""b"', '"plain"', '":1:2"', '"x' + '"' * 4 + '"', None]
+    assert quoted(texts.slice(1, 2)).to_pylist() == ['"plain"', '":1:2"']  # its quote lies before the slice
+    assert quoted(texts.slice(2, 2)).to_pylist() == ['":1:2"', '"x' + '"' * 4 + '"']
 
 
 def test_ratio_unit_changes_percent_decimals():
