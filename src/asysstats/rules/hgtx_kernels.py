@@ -12,7 +12,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from asysstats.compute.distinct import Coded
+from asysstats.compute.distinct import Coded, tie_order
 from asysstats.compute.grouped import dense_group_ids, grouped_stats
 from asysstats.compute.intervals import distinct_sorted
 from asysstats.correlate import Pairs, activity_table, correlate
@@ -188,17 +188,9 @@ def sorted_pairs(kernel_row: np.ndarray, range_row: np.ndarray, via_graph: np.nd
 
 
 def start_order(strings: StringPool, start: np.ndarray, names: np.ndarray, ids: np.ndarray) -> np.ndarray:
-    """Rows in order of start, then name (text order), then id. Names are ranked only where
-    starts tie: elsewhere the rank is 0, so the sort is mostly one of the (ordered) starts."""
-    by_start = np.argsort(start, kind="stable")  # fast on the tables' start order
-    same = np.diff(start[by_start]) == 0
-    tie = np.zeros(len(start), dtype=bool)  # in start order: equal to the next start or the previous
-    tie[1:] = same
-    tie[:-1] |= same
-    tied = by_start[tie]
-    rank = np.zeros(len(start), np.int64)
-    rank[tied] = strings.sort_rank(names[tied])
-    return np.lexsort((ids, rank, start))
+    """Rows in order of start, then name (text order), then id; names ranked only where
+    starts tie (:func:`~asysstats.compute.distinct.tie_order`)."""
+    return tie_order(start, lambda rows: (ids[rows], strings.sort_rank(names[rows])))
 
 
 def kern_trace(inputs: Inputs, options: Mapping[str, Any]) -> dict:
