@@ -51,8 +51,7 @@ def distinct(ids: np.ndarray, narrow: bool = False) -> tuple[np.ndarray, np.ndar
 def sampled_distinct(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     """``distinct`` of scattered values that are few (thread ids): the distinct values of a
     sample of the rows, when every row is among them (each found by a binary search), else None."""
-    sample = np.sort(ids[::max(1, len(ids) // SAMPLE_ROWS)])
-    uniq = sample[np.concatenate([[True], sample[1:] != sample[:-1]])]
+    uniq, _ = sampled_values(ids)
     if len(uniq) > FEW_SAMPLED:
         return None
     index = np.searchsorted(uniq, ids)
@@ -62,6 +61,13 @@ def sampled_distinct(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
         if not np.array_equal(uniq[index[start:stop]], ids[start:stop]):
             return None
     return uniq, index
+
+
+def sampled_values(values: np.ndarray, rows: int = SAMPLE_ROWS) -> tuple[np.ndarray, int]:
+    """The distinct values (ascending) of a sample of about ``rows`` rows spread over a column,
+    and the sample's size: a column of many distinct values is told without counting them all."""
+    sample = np.sort(values[::max(1, len(values) // rows)])
+    return sample[np.concatenate([[True], sample[1:] != sample[:-1]])[:len(sample)]], len(sample)
 
 
 def dense_distinct(values: np.ndarray, high: int, narrow: bool = False) -> tuple[np.ndarray, np.ndarray]:

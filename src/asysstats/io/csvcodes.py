@@ -15,10 +15,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from asysstats.compute.distinct import DENSE_SPAN, Coded, dense_distinct, distinct, narrowed
+from asysstats.compute.distinct import DENSE_SPAN, Coded, dense_distinct, distinct, narrowed, sampled_values
 from asysstats.engine import Gathered, Result
 from asysstats.io.arrow import from_numpy, text
-from asysstats.io.format import as_integers, cells, few_values, sampled_count
+from asysstats.io.format import as_integers, cells, few_values
 from asysstats.io.strings import StringPool
 from asysstats.registry import INT, TEXT, Column
 
@@ -111,8 +111,8 @@ def few_sampled(values: object) -> bool:
     """Whether a sample of the rows of an integer column has few distinct values."""
     if not isinstance(values, np.ndarray) or values.ndim != 1 or values.dtype.kind not in "iu":
         return False
-    count, rows = sampled_count(values)
-    return count * FEW_SHARE <= rows
+    sampled, rows = sampled_values(values)
+    return len(sampled) * FEW_SHARE <= rows
 
 
 def computed(column: object) -> bool:

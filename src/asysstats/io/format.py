@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from asysstats.compute.distinct import distinct
+from asysstats.compute.distinct import distinct, sampled_values
 from asysstats.io.arrow import from_numpy, from_texts, text, text_bytes
 from asysstats.io.strings import StringPool
 from asysstats.io.tables import NA
@@ -123,8 +123,8 @@ def few_values(values: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
             return None
         low = int(values.min(where=present, initial=high))
         values = np.where(present, values, low - 1)
-    sampled, sample_rows = sampled_count(values)
-    if high - low >= len(values) or sampled * 2 > sample_rows:  # most rows differ (correlation ids)
+    sampled, sample_rows = sampled_values(values)
+    if high - low >= len(values) or len(sampled) * 2 > sample_rows:  # most rows differ (correlation ids)
         return None
     uniq, index = distinct(values, narrow=True)
     if len(uniq) * 8 >= len(values):
@@ -132,13 +132,6 @@ def few_values(values: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     if missing:
         uniq[0] = NA
     return uniq, index
-
-
-def sampled_count(values: np.ndarray, rows: int = 4096) -> tuple[int, int]:
-    """(distinct values, rows) of a sample of about ``rows`` rows spread over a column: a
-    column of many distinct values is told without counting them all."""
-    sample = np.sort(values[::max(1, len(values) // rows)])
-    return int(np.count_nonzero(sample[1:] != sample[:-1])) + min(len(sample), 1), len(sample)
 
 
 def text_cells(values: np.ndarray | pa.Array, strings: StringPool, csv: bool = False) -> pa.Array:
