@@ -144,8 +144,8 @@ class Report:
         columns hold string ids), kept in the column cache so that later runs skip the work.
         The columns are stored one at a time as read from what ``build`` returns (a
         :class:`LazyColumns` computes each then), the text columns last, once the tables loaded
-        only to build them are dropped; they are returned as the cache maps them (only the
-        columns read take memory)."""
+        only to build them are dropped; the numbers are returned as the cache maps them (only
+        the columns read take memory), the text columns' ids as built."""
         if self._column_cache is None:
             return EventTable(build())
         table = f"derived{DERIVED_FORMAT}.{name}"
@@ -157,9 +157,9 @@ class Report:
                 kept = self._store(table, ((c, built[c]) for c in columns if c not in text), text)
                 texts = {c: built[c] for c in columns if c in text}
                 del built
-            kept |= self._store(table, texts.items(), text)
-            del texts
-            found = {**(self._column_cache.get_table(table, types, text, self.strings) or {}), **kept}
+            kept |= self._store(table, texts.items(), text) | texts  # ids at hand: not interned again
+            numbers = {c: t for c, t in types.items() if c not in text}
+            found = {**(self._column_cache.get_table(table, numbers, (), self.strings) or {}), **kept}
             release_memory()
         return EventTable(found)
 
