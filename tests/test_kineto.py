@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import asysstats.cli
+import asysstats.runs
 from asysstats.errors import AsysError
 from asysstats.io.kineto import KinetoReport
 from asysstats.io.report import Report, open_report
@@ -269,7 +269,7 @@ def corpus(names=None):
 
 
 def kern_sum(path, monkeypatch) -> dict[str, tuple[int, int]]:
-    monkeypatch.setattr(asysstats.cli, "open_report", lambda p, cache=True: opened(Path(p)))
+    monkeypatch.setattr(asysstats.runs, "open_report", lambda p, cache=True: opened(Path(p)))
     run = run_cli("stats", "-r", "hggc_ppu_kern_sum", "--format", "json", path)
     assert run.code == 0 and "Traceback" not in run.err, run.err
     return {r["Name"]: (r["Total Time (ns)"], r["Instances"]) for r in json.loads(run.out)}

@@ -12,113 +12,14 @@ from typing import Sequence
 
 import click
 
-from asysstats.engine import Inputs, Settings
-from asysstats.errors import AsysError, MissingData, OutputClosed
+from asysstats.arguments import bool_value, settings_from
+from asysstats.errors import AsysError, OutputClosed
 from asysstats.helptext import rule_help, rules_list
-from asysstats.io.outputs import CONSOLE, deliver, destination
-from asysstats.io.report import open_report
-from asysstats.progress import progress
-from asysstats.io.writers import FORMATS, render_parts
 from asysstats.many.paths import expand_reports
-from asysstats.many.session import ManyOptions, close_reports, open_reports
-from asysstats.rulebook import CHECK_RULE, DEFAULT_STATS, REGISTRY, check_rule
-from asysstats.rulespec import RuleRequest, parse_pairs, parse_rule_args
-
-
-def parse_format(text: str) -> tuple[str, int]:
-    """``csv`` or ``csv:ratio=.2%`` -> (format, decimals of percentages)."""
-    name, _, unit = text.partition(":")
-    name = name.strip().lower()
-    if name not in FORMATS:
-        raise AsysError(f"--format: unknown format {name!r} (formats: {', '.join(FORMATS)})")
-    decimals = 1
-    if unit:
-        key, _, value = unit.partition("=")
-        value = value.strip()
-        if key.strip() != "ratio" or not value.endswith("%"):
-            raise AsysError(f"--format {text}: expected ':ratio=.N%' (N = 1, 2 or 3)")
-        digits = value[:-1].lstrip(".")
-        if value == "%":
-            digits = "1"
-        if not digits.isdigit() or not 0 <= int(digits) <= 3:
-            raise AsysError(f"--format {text}: the ratio unit is %, .1%, .2% or .3%")
-        decimals = int(digits)
-    return name, decimals
-
-
-def parse_filter_time(text: str | None) -> tuple[int | None, int | None] | None:
-    if text is None:
-        return None
-    lo, sep, hi = text.partition("/")
-    if not sep:
-        raise AsysError(f"--filter-time {text!r}: expected <start>/<end> in ns (either may be empty)")
-    try:
-        bounds = (int(lo) if lo.strip() else None, int(hi) if hi.strip() else None)
-    except ValueError:
-        raise AsysError(f"--filter-time {text!r}: start and end must be integers (ns)") from None
-    if bounds[0] is not None and bounds[1] is not None and bounds[1] < bounds[0]:
-        raise AsysError(f"--filter-time {text!r}: end is before start")
-    return bounds
-
-
-def pad(values: Sequence[str], count: int) -> list[str | None]:
-    """Extend a positional list to ``count`` items by repeating its last one."""
-    values = list(values)
-    if not values:
-        return [None] * count
-    return values[:count] + [values[-1]] * max(0, count - len(values))
-
-
-def run_requests(command: str, reports: Sequence[str], requests: list[RuleRequest], formats: Sequence[str],
-                 outputs: Sequence[str], force: bool, settings: Settings, default_set: bool, cache: bool,
-                 many: ManyOptions = ManyOptions()) -> None:
-    rules = [check_rule() if (command, r.name) == ("stats", CHECK_RULE) else REGISTRY.get(r.name, command)
-             for r in requests]
-    parsed = [rule.parse_options(r.options) for rule, r in zip(rules, requests)]
-    fmts = [parse_format(f) if f else ("column", 1) for f in pad(formats, len(requests))]
-    outs = pad(outputs, len(requests))
-    for rule in rules:
-        if rule.reports == 2 and len(reports) != 2:
-            raise AsysError(f"rule '{rule.name}' compares two reports; give a base and a target report")
-    many.check(rules)
-    opened = open_reports(reports, many, cache, lambda line: click.echo(line, err=True), open_report)
-    try:
-        run_opened(opened, rules, parsed, fmts, outs, force, settings, default_set, many.runner())
-    finally:
-        close_reports(opened)
-
-
-def run_opened(opened, rules, parsed, fmts, outs, force, settings, default_set, run) -> None:
-    used: list[Inputs] = []  # their data-quality notes are printed after the run
-    for rule, options, (fmt, decimals), out in zip(rules, parsed, fmts, outs):
-        sides = [Inputs(r, settings) for r in opened]
-        used += sides
-        targets = [tuple(sides[:2])] if rule.reports == 2 else sides
-        for report, inputs in zip(opened, targets):
-            try:
-                with progress(f"{rule.name} on {report.path.name}"):
-                    result = run(rule, options, inputs)
-            except MissingData as exc:
-                if not default_set:
-                    raise
-                click.echo(f"SKIPPED: {exc}", err=True)
-                continue
-            several = len(targets) > 1  # one output per report: file names and headings name it
-            dest = destination(per_report(out, report.path) if several else out, report.path, rule.name, fmt)
-            shown = "column" if fmt == "xlsx" and dest.kind == CONSOLE else fmt
-            content = render_parts(result, shown, decimals)
-            if dest.kind == CONSOLE and shown == "column" and (len(rules) > 1 or default_set or several):
-                deliver(f"\n** {rule.title} ({rule.name}){f' - {report.path}' if several else ''}:\n\n", dest, force)
-            deliver(content, dest, force)
-    for note in dict.fromkeys(note for side in used for note in side.notes):
-        click.echo(f"note: {note}", err=True)
-
-
-def per_report(output: str | None, report: Path) -> str | None:
-    """``<dir>/<prefix>`` for one of several reports: ``<dir>/<prefix>_<report stem>``."""
-    if output in (None, "", "%", "-", ".") or output.startswith("@"):
-        return output
-    return f"{output}{'' if output.endswith('/') else '_'}{report.stem}"
+from asysstats.many.session import ManyOptions
+from asysstats.rulebook import CHECK_RULE, DEFAULT_STATS, REGISTRY
+from asysstats.runs import run_requests
+from asysstats.rulespec import RuleRequest, parse_rule_args
 
 
 FORMATS_HELP = """The following output formats are available (--format NAME[:ratio=.N%]):
@@ -144,33 +45,6 @@ def help_requested(command: str, help_reports: str | None, help_report: str | No
             click.echo(rule_help(REGISTRY.get(help_reports, command)))
         return True
     return False
-
-
-def settings_from(filter_time, filter_hgtx, callstack, opconfig, kernel_groups, keep_suspect_events=False,
-                  device_spec=None) -> Settings:
-    specs = ()
-    if device_spec:
-        from asysstats.operators.catalog import read_device_spec  # operator modules: start-up time
-
-        specs = read_device_spec(device_spec)
-    return Settings(
-        keep_suspect_events=keep_suspect_events,
-        device_specs=specs,
-        filter_time=parse_filter_time(filter_time),
-        filter_hgtx=filter_hgtx,
-        callstack_groups=tuple(parse_pairs(callstack, "--callstack-group-config")),
-        ppu_op_config=tuple(parse_pairs(opconfig, "--ppu-op-config")),
-        kernel_groups=tuple(parse_pairs(kernel_groups, "--kernel-group-config")),
-    )
-
-
-def bool_value(text: str, what: str) -> bool:
-    lowered = text.strip().lower()
-    if lowered in ("true", "1", "yes", "on"):
-        return True
-    if lowered in ("false", "0", "no", "off"):
-        return False
-    raise AsysError(f"{what}: expected true or false, got {text!r}")
 
 
 def common_options(func):

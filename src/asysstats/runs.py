@@ -1,0 +1,80 @@
+"""Running the requested rules over the opened reports and delivering each result to its
+output (console, file or command), as ``asys stats`` and ``asys analyze`` do."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+import click
+
+from asysstats.arguments import parse_format
+from asysstats.engine import Inputs, Settings
+from asysstats.errors import AsysError, MissingData
+from asysstats.io.outputs import CONSOLE, deliver, destination
+from asysstats.io.report import open_report
+from asysstats.io.writers import render_parts
+from asysstats.many.session import ManyOptions, close_reports, open_reports
+from asysstats.progress import progress
+from asysstats.rulebook import CHECK_RULE, REGISTRY, check_rule
+from asysstats.rulespec import RuleRequest
+
+
+def pad(values: Sequence[str], count: int) -> list[str | None]:
+    """Extend a positional list to ``count`` items by repeating its last one."""
+    values = list(values)
+    if not values:
+        return [None] * count
+    return values[:count] + [values[-1]] * max(0, count - len(values))
+
+
+def run_requests(command: str, reports: Sequence[str], requests: list[RuleRequest], formats: Sequence[str],
+                 outputs: Sequence[str], force: bool, settings: Settings, default_set: bool, cache: bool,
+                 many: ManyOptions = ManyOptions()) -> None:
+    rules = [check_rule() if (command, r.name) == ("stats", CHECK_RULE) else REGISTRY.get(r.name, command)
+             for r in requests]
+    parsed = [rule.parse_options(r.options) for rule, r in zip(rules, requests)]
+    fmts = [parse_format(f) if f else ("column", 1) for f in pad(formats, len(requests))]
+    outs = pad(outputs, len(requests))
+    for rule in rules:
+        if rule.reports == 2 and len(reports) != 2:
+            raise AsysError(f"rule '{rule.name}' compares two reports; give a base and a target report")
+    many.check(rules)
+    opened = open_reports(reports, many, cache, lambda line: click.echo(line, err=True), open_report)
+    try:
+        run_opened(opened, rules, parsed, fmts, outs, force, settings, default_set, many.runner())
+    finally:
+        close_reports(opened)
+
+
+def run_opened(opened, rules, parsed, fmts, outs, force, settings, default_set, run) -> None:
+    used: list[Inputs] = []  # their data-quality notes are printed after the run
+    for rule, options, (fmt, decimals), out in zip(rules, parsed, fmts, outs):
+        sides = [Inputs(r, settings) for r in opened]
+        used += sides
+        targets = [tuple(sides[:2])] if rule.reports == 2 else sides
+        for report, inputs in zip(opened, targets):
+            try:
+                with progress(f"{rule.name} on {report.path.name}"):
+                    result = run(rule, options, inputs)
+            except MissingData as exc:
+                if not default_set:
+                    raise
+                click.echo(f"SKIPPED: {exc}", err=True)
+                continue
+            several = len(targets) > 1  # one output per report: file names and headings name it
+            dest = destination(per_report(out, report.path) if several else out, report.path, rule.name, fmt)
+            shown = "column" if fmt == "xlsx" and dest.kind == CONSOLE else fmt
+            content = render_parts(result, shown, decimals)
+            if dest.kind == CONSOLE and shown == "column" and (len(rules) > 1 or default_set or several):
+                deliver(f"\n** {rule.title} ({rule.name}){f' - {report.path}' if several else ''}:\n\n", dest, force)
+            deliver(content, dest, force)
+    for note in dict.fromkeys(note for side in used for note in side.notes):
+        click.echo(f"note: {note}", err=True)
+
+
+def per_report(output: str | None, report: Path) -> str | None:
+    """``<dir>/<prefix>`` for one of several reports: ``<dir>/<prefix>_<report stem>``."""
+    if output in (None, "", "%", "-", ".") or output.startswith("@"):
+        return output
+    return f"{output}{'' if output.endswith('/') else '_'}{report.stem}"
