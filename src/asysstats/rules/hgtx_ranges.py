@@ -97,7 +97,7 @@ def name_trees(inputs: Inputs, levels: np.ndarray, names: np.ndarray) -> TextCol
     """``-`` once per level, then the name: the text of each distinct (level, name) built
     once and taken per row as the writers read it (not interned: no row looks it up)."""
     span = int(levels.max(initial=0)) + 1
-    pairs, pair = distinct(names * span + levels)  # counted in a table: name ids are dense
+    pairs, pair = distinct(names * span + levels, narrow=True)  # counted in a table: name ids are dense
     names, levels = np.divmod(pairs, span)
     trees = pc.binary_join_element_wise(pc.binary_repeat(text("-"), from_numpy(levels)),
                                         inputs.strings.texts(names, ""), text(""))
@@ -109,10 +109,11 @@ def pushpop_trace(inputs: Inputs, options: Mapping[str, Any]) -> dict:
     ranges = load_ranges(inputs, TRACE_INPUTS)
     rows = np.flatnonzero((ranges["pushpop"] == 1) & name_matches(inputs, ranges["name"], options["range"]))
     rows = rows[tie_order(ranges["start"][rows], lambda tied: (ranges["level"][rows[tied]],))]  # stack order, then id
-    duration = ranges["end"] - ranges["start"]
-    frame = {name: Gathered(values, rows) for name, values in (
-        ("Start (ns)", ranges["start"]), ("End (ns)", ranges["end"]), ("Duration (ns)", duration),
-        ("DurChild (ns)", ranges["childTime"]), ("DurNonChild (ns)", duration - ranges["childTime"]),
+    rows = rows.astype(np.int32 if ranges.rows < 2 ** 31 else np.int64)  # kept while the trace is written
+    start, end, child_time = ranges["start"], ranges["end"], ranges["childTime"]
+    frame = {name: Gathered(values, rows) for name, values in (  # durations computed a slice at a time
+        ("Start (ns)", start), ("End (ns)", end), ("Duration (ns)", lambda r: end[r] - start[r]),
+        ("DurChild (ns)", child_time), ("DurNonChild (ns)", lambda r: end[r] - start[r] - child_time[r]),
         ("Name", ranges["name"]), ("PID", ranges["pid"]), ("TID", ranges["tid"]), ("Lvl", ranges["level"]),
         ("NumChild", ranges["children"]), ("RangeId", ranges["rangeId"]), ("ParentId", ranges["parentId"]))}
     return frame | {"RangeStack": range_stacks(inputs.report, frame["RangeId"]),
