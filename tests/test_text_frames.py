@@ -59,3 +59,4 @@ def test_range_stacks_follow_the_parents(programs, rnd):
         stacks = range_stacks(report, ranges["rangeId"][np.array(pick, dtype=np.int64)])
         assert stacks[:].to_pylist() == np.asarray(stacks).tolist() == [want[i] for i in pick]
         assert stacks[1:3].to_pylist() == [want[i] for i in pick[1:3]]  # a slice, as the writers read it
+        assert stacks.csv_cells(slice(1, 3)).to_pylist() == [f'"{want[i]}"' for i in pick[1:3]]  # CSV cells

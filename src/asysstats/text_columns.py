@@ -1,5 +1,6 @@
 """Text columns of trace frames made a slice of rows at a time, as the writers read them: text
-built once per distinct value, and HGTX range stacks joined by Arrow."""
+built once per distinct value, and HGTX range stacks laid out by one Arrow ``take``; each
+gives its CSV cells too (:meth:`TextColumn.csv_cells`), quoted as they are made."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from asysstats.engine import Gathered
-from asysstats.hgtx import all_ranges
-from asysstats.io.arrow import from_numpy, text
+from asysstats.io.arrow import from_numpy, from_texts, text
+from asysstats.io.format import quoted
 from asysstats.io.tables import EventTable
 
 if TYPE_CHECKING:
@@ -20,8 +21,10 @@ if TYPE_CHECKING:
 
 def range_stacks(report: "Report", range_ids: np.ndarray | Gathered) -> "StackColumn":
     """``:6:7:8`` per range of ``range_ids``: the range ids of its push/pop stack, outermost
-    first (an ancestor may lie outside the time window), as a trace column joined a slice at
+    first (an ancestor may lie outside the time window), as a trace column made a slice at
     a time (:class:`StackColumn`)."""
+    from asysstats.hgtx import all_ranges  # the HGTX rules' module: not imported by every CSV writer
+
     return StackColumn(all_ranges(report), range_ids)
 
 
@@ -38,32 +41,50 @@ class TextColumn(Gathered):
     def __array__(self, dtype: np.dtype | None = None, copy: bool | None = None) -> np.ndarray:
         return np.array(self[:].to_pylist(), dtype=object)
 
+    def csv_cells(self, key: slice) -> pa.Array:
+        """The CSV cells of a slice of rows (conventions 7): the distinct values quoted as
+        they are taken, one pass over the text."""
+        return quoted(self[key])
+
 
 class StackColumn(TextColumn):
-    """A text column of range stacks, joined by Arrow (no Python string per range) for a
-    slice of rows at a time, as the writers read a column: the text of every row at once
-    would outweigh the rest of a trace. ``values``: the report's ranges; ``rows``: the range
-    id of each row; ``parent``: each range's parent row (-1 at level 0)."""
+    """A text column of range stacks for a slice of rows at a time, as the writers read a
+    column (the text of every row at once would outweigh the rest of a trace): ``:<id>`` of
+    each range made once, and a slice's stacks one ``take`` of them, its rows' ranges and
+    their ancestors in order, whose text is the stacks' text. ``values``: the report's
+    ranges; ``rows``: the range id of each row."""
 
-    __slots__ = ("parent",)
+    __slots__ = ("parent", "parts")
 
     def __init__(self, ranges: EventTable, range_ids: np.ndarray | Gathered) -> None:
         super().__init__(ranges, range_ids)  # type: ignore[arg-type]
         parent = np.searchsorted(ranges["rangeId"], ranges["parentId"])
         self.parent = np.where(ranges["level"] > 0, parent, -1).astype(np.int32)
+        self.parts: pa.Array | None = None  # ``:<id>`` per range, then '"' (made on first use)
 
     def __getitem__(self, key: slice) -> pa.Array:
+        return self.stacks(key, quote=False)
+
+    def csv_cells(self, key: slice) -> pa.Array:
+        return self.stacks(key, quote=True)  # range ids hold no quote
+
+    def stacks(self, key: slice, quote: bool) -> pa.Array:
+        """The stacks of a slice of rows, each in double quotes with ``quote``."""
         ranges: EventTable = self.values  # type: ignore[assignment]
+        if self.parts is None:
+            ids = pc.cast(from_numpy(ranges["rangeId"]), pa.string())
+            self.parts = pa.concat_arrays([pc.binary_join_element_wise(text(""), ids, text(":")), from_texts(['"'])])
         row = np.searchsorted(ranges["rangeId"], self.rows[key]).astype(np.int32)
         depth = int(ranges["level"][row].max(initial=-1)) + 1
-        stack = np.full((len(row), depth), -1, np.int32)  # per row its ranges, outermost first; -1 before them
-        for level in reversed(range(depth)):
+        stack = np.full((len(row), depth + 2 * quote), -1, np.int32)  # per row its parts; -1 before its ranges
+        for level in reversed(range(quote, depth + quote)):
             stack[:, level] = row
             row = np.where(row >= 0, self.parent[np.maximum(row, 0)], -1)
+        if quote:
+            stack[:, [0, -1]] = len(ranges["rangeId"])
         used = stack >= 0
-        offsets = np.zeros(len(stack) + 1, np.int32)
-        np.cumsum(np.count_nonzero(used, axis=1), out=offsets[1:])
-        ids = pc.cast(from_numpy(ranges["rangeId"][stack[used]]), pa.string())
-        joined = pc.binary_join(pa.ListArray.from_arrays(from_numpy(offsets), ids), text(":"))
-        return pc.binary_join_element_wise(text(""), joined, text(":"))  # ":" before the first id
-
+        taken = self.parts.take(from_numpy(stack[used]))
+        ends = np.zeros(len(stack) + 1, np.int64)
+        np.cumsum(np.count_nonzero(used, axis=1), out=ends[1:])
+        offsets = np.frombuffer(taken.buffers()[1], np.int32, len(taken) + 1)[ends]
+        return pa.Array.from_buffers(pa.string(), len(stack), [None, pa.py_buffer(offsets), taken.buffers()[2]])

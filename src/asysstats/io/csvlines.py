@@ -26,6 +26,7 @@ from asysstats.io.csvcodes import COMMA, FEW_SHARE, Segment, coding
 from asysstats.io.format import as_integers, cells, integer_cells
 from asysstats.io.strings import StringPool
 from asysstats.registry import INT
+from asysstats.text_columns import TextColumn
 
 NEWLINE = text("\n")
 RUN_SHARE = 2  # columns are formatted per run of equal rows while the runs are at most 1 / RUN_SHARE of the rows
@@ -51,7 +52,12 @@ def csv_lines(result: Result, parts: list[Segment], start: int, stop: int, decim
             coded.append(Piece([cells_used], codes))
             values.append(codes)
             continue
-        values.append(result.frame[segment.columns[0].name][start:stop])
+        column = result.frame[segment.columns[0].name]
+        if isinstance(column, TextColumn):  # quoted as it is made
+            values.append(column.csv_cells(slice(start, stop)))
+            coded.append(Piece([values[-1]]))
+            continue
+        values.append(column[start:stop])
         coded.append(piece_coding(segment.columns[0].kind, values[-1], result.strings, decimals))
         if coded[-1] is not None:
             values[-1] = coded[-1].codes
@@ -72,7 +78,8 @@ def csv_lines(result: Result, parts: list[Segment], start: int, stop: int, decim
             if piece.codes is None:
                 line += piece.cells
             else:  # joined once per distinct combination (or run), then laid out per row
-                line.append(pc.binary_join_element_wise(*piece.cells, COMMA).take(from_numpy(piece.codes)))
+                joined = pc.binary_join_element_wise(*piece.cells, COMMA) if len(piece.cells) > 1 else piece.cells[0]
+                line.append(joined.take(from_numpy(piece.codes)))
     del columns
     return text_bytes(pc.binary_join_element_wise(*line, NEWLINE, COMMA))
 

@@ -7,7 +7,7 @@ from typing import Any, Mapping
 import numpy as np
 import pyarrow.compute as pc
 
-from asysstats.compute.grouped import dense_group_ids
+from asysstats.compute.distinct import distinct, tie_order
 from asysstats.engine import Gathered, Inputs
 from asysstats.hgtx import load_ranges
 from asysstats.text_columns import TextColumn, range_stacks
@@ -96,7 +96,9 @@ def name_matches(inputs: Inputs, names: np.ndarray, pattern) -> np.ndarray:
 def name_trees(inputs: Inputs, levels: np.ndarray, names: np.ndarray) -> TextColumn:
     """``-`` once per level, then the name: the text of each distinct (level, name) built
     once and taken per row as the writers read it (not interned: no row looks it up)."""
-    pair, (levels, names) = dense_group_ids([levels, names])
+    span = int(levels.max(initial=0)) + 1
+    pairs, pair = distinct(names * span + levels, narrow=True)  # counted in a table: name ids are dense
+    names, levels = np.divmod(pairs, span)
     trees = pc.binary_join_element_wise(pc.binary_repeat(text("-"), from_numpy(levels)),
                                         inputs.strings.texts(names, ""), text(""))
     return TextColumn(trees, pair)
@@ -106,11 +108,12 @@ def pushpop_trace(inputs: Inputs, options: Mapping[str, Any]) -> dict:
     """The printed columns are the ranges' own, gathered a slice at a time as they are written."""
     ranges = load_ranges(inputs, TRACE_INPUTS)
     rows = np.flatnonzero((ranges["pushpop"] == 1) & name_matches(inputs, ranges["name"], options["range"]))
-    rows = rows[np.lexsort([ranges[c][rows] for c in ("level", "start")])]  # stack order at equal starts, then id
-    duration = ranges["end"] - ranges["start"]
-    frame = {name: Gathered(values, rows) for name, values in (
-        ("Start (ns)", ranges["start"]), ("End (ns)", ranges["end"]), ("Duration (ns)", duration),
-        ("DurChild (ns)", ranges["childTime"]), ("DurNonChild (ns)", duration - ranges["childTime"]),
+    rows = rows[tie_order(ranges["start"][rows], lambda tied: (ranges["level"][rows[tied]],))]  # stack order, then id
+    rows = rows.astype(np.int32 if ranges.rows < 2 ** 31 else np.int64)  # kept while the trace is written
+    start, end, child_time = ranges["start"], ranges["end"], ranges["childTime"]
+    frame = {name: Gathered(values, rows) for name, values in (  # durations computed a slice at a time
+        ("Start (ns)", start), ("End (ns)", end), ("Duration (ns)", lambda r: end[r] - start[r]),
+        ("DurChild (ns)", child_time), ("DurNonChild (ns)", lambda r: end[r] - start[r] - child_time[r]),
         ("Name", ranges["name"]), ("PID", ranges["pid"]), ("TID", ranges["tid"]), ("Lvl", ranges["level"]),
         ("NumChild", ranges["children"]), ("RangeId", ranges["rangeId"]), ("ParentId", ranges["parentId"]))}
     return frame | {"RangeStack": range_stacks(inputs.report, frame["RangeId"]),
