@@ -82,11 +82,12 @@ class ColumnCache:
         try:
             with pa.memory_map(str(path)) as source:
                 frame = pa.ipc.open_file(source).read_all()
-            frame.column(0)
-            return frame
-        except (OSError, pa.ArrowException, IndexError):
-            path.unlink(missing_ok=True)
-            return None
+            if frame.num_columns:
+                return frame
+        except (OSError, pa.ArrowException):
+            pass
+        path.unlink(missing_ok=True)
+        return None
 
     def put(self, table: str, column: str, values: pa.ChunkedArray, keys: list[np.ndarray] | None = None) -> bool:
         """Store a column (give a column of numbers one chunk, so that reuse maps it without a
@@ -128,9 +129,10 @@ class ColumnCache:
             return None
         dictionaries = [chunk.dictionary for chunk in values.chunks]
         stored = self._read(self._keys_file(table, column))
-        if stored is not None and stored.num_rows == sum(map(len, dictionaries)) and \
+        if stored is not None and stored.num_rows == sum(len(d) for d in dictionaries) and \
                 stored.schema.metadata == {b"digest": _digest(dictionaries, stored.column(0))}:
-            return np.split(to_numpy(stored.column(0), np.dtype(np.uint64)), np.cumsum(list(map(len, dictionaries)))[:-1])
+            ends = np.cumsum([len(d) for d in dictionaries])
+            return np.split(to_numpy(stored.column(0), np.dtype(np.uint64)), ends[:-1])
         keys = [fingerprints(d if d.type == pa.string() else d.cast(pa.string())) for d in dictionaries]
         if self._file(table, column).exists():  # not a column read that could not be stored
             self._put_keys(table, column, values, keys)
@@ -140,7 +142,8 @@ class ColumnCache:
         """Store the fingerprints of the column's dictionaries, with their digest."""
         joined = pa.chunked_array([from_numpy(np.concatenate(keys) if keys else np.empty(0, np.uint64))])
         digest = _digest([chunk.dictionary for chunk in values.chunks], joined)
-        self._write(self._keys_file(table, column), pa.table({"keys": joined}).replace_schema_metadata({"digest": digest}))
+        frame = pa.table({"keys": joined}).replace_schema_metadata({"digest": digest})
+        self._write(self._keys_file(table, column), frame)
 
     def put_table(self, table: str, columns: dict[str, np.ndarray], text: Sequence[str], strings: StringPool) -> None:
         """Store numpy columns; the ``text`` columns hold string ids and are stored as text."""
@@ -161,7 +164,6 @@ class ColumnCache:
         """Forget every column of a table (after an inconsistency)."""
         for path in self.folder.glob(f"{table}.*.arrow"):
             path.unlink(missing_ok=True)
-
 
 
 def _digest(dictionaries: list[pa.Array], keys: pa.ChunkedArray) -> bytes:
