@@ -2,20 +2,24 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from asysstats import hgtx
 from asysstats.engine import Inputs, run_rule
 from asysstats.errors import MissingData
-from asysstats.io.arrow import from_numpy, one_chunk
+from asysstats.io import cache as cache_module, textindex
+from asysstats.io.arrow import from_numpy, from_texts, one_chunk, to_numpy
 from asysstats.io.cache import ColumnCache, cache_root
 from asysstats.io.report import open_report
 from asysstats.io.tables import EventTable
+from asysstats.io.textindex import fingerprints
 from asysstats.io.writers import render
 from asysstats.rulebook import REGISTRY
 from asysstats.synth.writer import ReportWriter
@@ -148,3 +152,84 @@ def test_a_derived_table_is_read_back_as_built_without_the_loads_that_built_it(t
     assert report.load("kernels", ("start", "end")) is not used[0]
     again = open_report(path).derived("lengths", ("length",), (), lengths)
     assert len(used) == 1 and np.array_equal(again["length"], expected)
+
+
+def text_column(values: list[str | None]) -> pa.ChunkedArray:
+    """A dictionary-encoded text column of two chunks (of one dictionary, as a cache file holds)."""
+    encoded = pc.dictionary_encode(from_texts(values))
+    return pa.chunked_array([encoded.slice(0, len(values) // 2), encoded.slice(len(values) // 2)])
+
+
+def test_fingerprints_of_a_text_column_are_stored_checked_and_rebuilt(tmp_path, monkeypatch):
+    """The fingerprints kept next to a text column are used only while their digest matches the
+    column's text; missing, truncated, corrupt or another column's ones are computed again."""
+    cache = ColumnCache(build(tmp_path / "r.asysrep", [1]), root=tmp_path / "cache")
+    names, other = ["b", "a", None, "ab" * 200, "a", "é", "c"], ["x", "y", "x", "z"]
+    cache.put("T", "name", text_column(names))
+    cache.put("T", "other", text_column(other))
+    cache.keys("T", "other", cache.get("T", "other"))  # computed and stored
+    expected = [fingerprints(chunk.dictionary) for chunk in text_column(names).chunks]
+
+    def keys() -> list[list[int]]:
+        column = cache.get("T", "name")
+        return [k.tolist() for k in cache.keys("T", "name", column)]
+
+    assert keys() == [k.tolist() for k in expected]  # computed and stored on first use
+    stored = cache.folder / "T.name.fingerprints.arrow"
+    good = stored.read_bytes()
+    computed = []
+    monkeypatch.setattr(cache_module, "fingerprints", lambda array: computed.append(len(array)) or fingerprints(array))
+    assert keys() == [k.tolist() for k in expected] and computed == []  # stored ones, verified
+    frame = pa.ipc.open_file(pa.BufferReader(good)).read_all()
+    wrong = to_numpy(frame.column(0), np.dtype(np.uint64)).copy()
+    wrong[1] ^= np.uint64(1)
+    corrupt = pa.table({"keys": from_numpy(wrong)}).replace_schema_metadata(frame.schema.metadata)
+    for damage in (lambda: stored.unlink(), lambda: stored.write_bytes(good[:len(good) // 2]),
+                   lambda: stored.write_bytes(b"garbage"),
+                   lambda: cache._write(stored, corrupt),  # the digest of the true fingerprints
+                   lambda: shutil.copyfile(cache.folder / "T.other.fingerprints.arrow", stored)):
+        damage()
+        computed.clear()
+        assert keys() == [k.tolist() for k in expected] and computed == [5, 5]
+        assert stored.read_bytes() == good
+    cache.put("T", "name", text_column(other))  # a new column: its old fingerprints go
+    assert not stored.exists()
+
+
+def test_an_older_cache_version_is_not_trusted(tmp_path):
+    path = build(tmp_path / "r.asysrep", [10, 20])
+    cache = ColumnCache(path)
+    stamp = json.loads((cache.folder / "stamp.json").read_text())
+    (cache.folder / "stamp.json").write_text(json.dumps({**stamp, "version": 1}))
+    (cache.folder / "T.name.fingerprints.arrow").write_bytes(b"old")
+    assert not ColumnCache(path).folder.joinpath("T.name.fingerprints.arrow").exists()
+    assert total(path) == 30
+
+
+def test_a_warm_run_does_not_fingerprint_cached_text_again(tmp_path, monkeypatch):
+    """The HGTX range names come back from the cache with their fingerprints; damaged
+    fingerprints are rebuilt and the results stay those of a run without cache."""
+    path = tmp_path / "sample.asysrep"
+    shutil.copyfile(SAMPLE, path)
+    rules = [rule for rule in REGISTRY if rule.name in ("hgtx_sum", "hgtx_pushpop_trace")]
+
+    def results(cache: bool) -> list[str]:
+        report = open_report(path, cache=cache)
+        try:
+            return [render(run_rule(rule, rule.parse_options({}), Inputs(report)), "csv") for rule in rules]
+        finally:
+            report.close()
+
+    uncached = results(False)
+    assert results(True) == uncached
+    stored = next(ColumnCache(path).folder.glob("derived*.hgtx_ranges.name.fingerprints.arrow"))
+    names = len(pa.ipc.open_file(pa.memory_map(str(stored))).read_all())
+    assert names > 100
+    lengths = []
+    real = textindex.fingerprints
+    monkeypatch.setattr(textindex, "fingerprints", lambda array: lengths.append(len(array)) or real(array))
+    monkeypatch.setattr(cache_module, "fingerprints", textindex.fingerprints)
+    assert results(True) == uncached
+    assert names not in lengths
+    stored.write_bytes(stored.read_bytes()[:100])
+    assert results(True) == uncached and names in lengths

@@ -100,9 +100,9 @@ def test_interning_gives_the_ids_of_the_dictionary_pool(ops, encoded):
 def test_stored_dictionary_interns_back_to_the_same_ids(values):
     pool = StringPool()
     ids = pool.intern_texts(from_texts(values))
-    assert pool.intern_texts(pool.dictionary(ids)).tolist() == ids.tolist()
+    assert pool.intern_texts(pool.dictionary(ids)[0]).tolist() == ids.tolist()
     fresh = StringPool()
-    assert fresh.lookup(fresh.intern_texts(pool.dictionary(ids))).tolist() == values
+    assert fresh.lookup(fresh.intern_texts(pool.dictionary(ids)[0])).tolist() == values
 
 
 @pytest.mark.parametrize("pairs", [textindex.PAIRS_PER_STRING, -1])  # -1: always Arrow's hash set
@@ -128,3 +128,33 @@ def test_equal_strings_have_equal_fingerprints_wherever_they_lie(values):
     plain = fingerprints(from_texts(values))
     reversed_large = fingerprints(from_texts(values[::-1]).cast(pa.large_string()))[::-1]
     assert plain.tolist() == reversed_large.tolist()
+
+
+@SETTINGS
+@given(st.lists(st.tuples(st.lists(st.one_of(st.none(), texts), max_size=30), st.booleans()), max_size=6),
+       st.lists(report_ids, max_size=5))
+def test_given_fingerprints_give_the_same_ids_and_the_stored_dictionary_gives_them_back(columns, loaded):
+    """Interning dictionaries with their fingerprints (as the column cache gives them) gives the
+    ids interning them without gives; ``dictionary`` gives the fingerprints of its strings, from
+    the blocks or computed (report ids no block holds: a repeated or unknown report string)."""
+    with_keys, without = StringPool(fetch), StringPool(fetch)
+    with_keys.load(loaded)
+    without.load(loaded)
+    every = []
+    for values, known in columns:
+        column = pc.dictionary_encode(from_texts(values))
+        keys = [fingerprints(column.dictionary)] if known else None
+        ids = with_keys.intern_texts(pa.chunked_array([column]), keys)
+        assert ids.tolist() == without.intern_texts(pa.chunked_array([column])).tolist()
+        every += ids.tolist()
+    every += loaded
+    dictionary, keys = with_keys.dictionary(np.array(every, np.int64))
+    assert keys.tolist() == fingerprints(dictionary.dictionary).tolist()
+
+
+def test_text_index_uses_the_fingerprints_it_is_given():
+    values = from_texts(["b", "a", "b", "ccc"])
+    index = TextIndex(values, fingerprints(values))
+    assert index.keys().tolist() == fingerprints(values).tolist()
+    assert index.first_equal().tolist() == [0, 1, 0, 3]
+    assert index.find(from_texts(["ccc", "d", "a"])).tolist() == [3, -1, 1]

@@ -224,7 +224,8 @@ class Report:
 
     def _to_numpy(self, column: pa.ChunkedArray, col: Col, table: str) -> np.ndarray:
         if col.kind == "text":
-            return self.strings.intern_texts(column)
+            keys = None if self._column_cache is None else self._column_cache.keys(table, col.name, column)
+            return self.strings.intern_texts(column, keys)
         if column.null_count == len(column):  # connectorx may type an all-NULL column as text
             column = pa.chunked_array([pa.nulls(len(column), pa.int64())])
         if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):

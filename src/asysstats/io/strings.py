@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 
 from asysstats.compute.distinct import DERIVED_BASE, Coded, distinct
 from asysstats.io.arrow import from_numpy, from_texts, to_numpy, valid_mask
-from asysstats.io.textindex import TextIndex
+from asysstats.io.textindex import TextIndex, fingerprints
 
 MISSING = -1
 
@@ -30,17 +30,28 @@ SMALL_BLOCK = 1 << 16  # strings registered in pieces below this size are gather
 
 @dataclass
 class Block:
-    """Distinct strings (no nulls) and their ids; the index is built on the first search."""
+    """Distinct strings (no nulls) and their ids; ``keys``: their fingerprints, until the index
+    (built from them on the first search) holds them."""
 
     values: pa.Array
     ids: np.ndarray
+    keys: np.ndarray | None = None
     index: TextIndex | None = None
+
+    def fingerprints(self) -> np.ndarray:
+        return self.index.keys() if self.index is not None else self.keys  # type: ignore[return-value]
 
     def find(self, query: pa.Array, keys: np.ndarray) -> np.ndarray:
         """Position of each ``query`` string (``keys``: its fingerprints) in ``values``, -1 when absent."""
         if self.index is None:
-            self.index = TextIndex(self.values)
+            self.index, self.keys = TextIndex(self.values, self.keys), None
         return self.index.find(query, keys)
+
+    def positions(self, ids: np.ndarray) -> np.ndarray:
+        """Position of each of ``ids`` in the block, -1 when it holds no such id."""
+        order = np.argsort(self.ids)
+        at = order[np.minimum(np.searchsorted(self.ids, ids, sorter=order), len(order) - 1)]
+        return np.where(self.ids[at] == ids, at, -1)
 
 
 class StringPool:
@@ -72,31 +83,38 @@ class StringPool:
         values = list(values)
         return self._register(from_texts(values)) if values else np.empty(0, np.int64)
 
-    def intern_texts(self, column: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    def intern_texts(self, column: pa.Array | pa.ChunkedArray, keys: list[np.ndarray] | None = None) -> np.ndarray:
         """A text column (plain or dictionary-encoded) interned: the string ids, -1 for null.
-        A chunk at a time (new ids in order of first occurrence all the same)."""
+        A chunk at a time (new ids in order of first occurrence all the same); ``keys``: the
+        fingerprints of each chunk's dictionary, when known (a dictionary-encoded column)."""
         out = np.full(len(column), MISSING, dtype=np.int64)
         at = 0
-        for array in column.chunks if isinstance(column, pa.ChunkedArray) else [column]:
+        for number, array in enumerate(column.chunks if isinstance(column, pa.ChunkedArray) else [column]):
             if array.null_count < len(array):
                 if not pa.types.is_dictionary(array.type):
                     array = pc.dictionary_encode(array.cast(pa.string()))
-                ids = self._register(array.dictionary)
+                ids = self._register(array.dictionary, keys=None if keys is None else keys[number])
                 indices = to_numpy(array.indices, np.dtype(f"int{array.indices.type.bit_width}"))
-                valid = valid_mask(array.indices)
-                out[at:at + len(array)][valid] = ids[indices[valid]]
+                if array.null_count:
+                    valid = valid_mask(array.indices)
+                    out[at:at + len(array)][valid] = ids[indices[valid]]
+                else:
+                    out[at:at + len(array)] = ids[indices]
             at += len(array)
         return out
 
-    def _register(self, values: pa.Array, ids: np.ndarray | None = None) -> np.ndarray:
-        """The id of every string of ``values`` (no nulls): the id it is known by, else
-        ``ids`` (report strings) or a new derived id, in order of first occurrence."""
+    def _register(self, values: pa.Array, ids: np.ndarray | None = None, keys: np.ndarray | None = None) -> np.ndarray:
+        """The id of every string of ``values`` (no nulls; ``keys``: their fingerprints, when
+        known): the id it is known by, else ``ids`` (report strings) or a new derived id, in
+        order of first occurrence."""
         values = values if values.type == pa.string() else values.cast(pa.string())
-        index = TextIndex(values)
+        index = TextIndex(values, keys)
         first = index.first_equal()
         own = np.flatnonzero(first == np.arange(len(values)))
-        query = values if len(own) == len(values) else values.take(from_numpy(own))
-        keys = index.keys()[own]
+        every = len(own) == len(values)  # all distinct
+        query = values if every else values.take(from_numpy(own))
+        keys = index.keys() if keys is None else keys
+        keys = keys if every else keys[own]
         known = np.full(len(own), MISSING, np.int64)
         for block in self._blocks:
             found = block.find(query, keys)
@@ -105,9 +123,11 @@ class StringPool:
         if len(new):
             known[new] = DERIVED_BASE + self._count + np.arange(len(new)) if ids is None else ids[own[new]]
             if len(new) == len(values):  # all distinct and new: kept as they are, index included
-                self._add(Block(values, known, index), derived=ids is None)
+                self._add(Block(values, known, index=index), derived=ids is None)
             else:
-                self._add(Block(query.take(from_numpy(new)), known[new]), derived=ids is None)
+                self._add(Block(query.take(from_numpy(new)), known[new], keys[new]), derived=ids is None)
+        if every:
+            return known.copy()  # a block may keep ``known`` as its ids
         slot = np.empty(len(values), np.int64)
         slot[own] = np.arange(len(own))
         return known[slot[first]]
@@ -119,7 +139,8 @@ class StringPool:
         last = self._blocks[-1] if self._blocks else None
         joined = None
         if last is not None and max(len(last.values), len(block.values)) < SMALL_BLOCK:
-            joined = Block(pa.concat_arrays([last.values, block.values]), np.concatenate([last.ids, block.ids]))
+            joined = Block(pa.concat_arrays([last.values, block.values]), np.concatenate([last.ids, block.ids]),
+                           np.concatenate([last.fingerprints(), block.fingerprints()]))
             self._blocks[-1] = joined
         else:
             self._blocks.append(block)
@@ -163,14 +184,31 @@ class StringPool:
         joined = parts[0] if len(parts) == 1 else pa.concat_arrays(parts)
         return joined if np.array_equal(slot, np.arange(len(ids))) else joined.take(from_numpy(slot))
 
-    def dictionary(self, ids: np.ndarray) -> pa.DictionaryArray:
-        """String ids as dictionary-encoded text (a missing id, -1, as null): the inverse of
-        :meth:`intern_texts`, to store text rather than a run's ids."""
+    def dictionary(self, ids: np.ndarray) -> tuple[pa.DictionaryArray, np.ndarray]:
+        """String ids as dictionary-encoded text (a missing id, -1, as null), and the fingerprints
+        of its dictionary: the inverse of :meth:`intern_texts`, to store text rather than a
+        run's ids."""
         valid = ids >= 0
         uniq, inverse = distinct(np.where(valid, ids, 0))
         indices = pa.Array.from_buffers(pa.int32(), len(ids), [pa.py_buffer(np.packbits(valid, bitorder="little")),
                                                               pa.py_buffer(inverse.astype(np.int32))])
-        return pa.DictionaryArray.from_arrays(indices, self.texts(uniq))
+        values = self.texts(uniq)
+        return pa.DictionaryArray.from_arrays(indices, values), self._fingerprints(uniq, values)
+
+    def _fingerprints(self, ids: np.ndarray, values: pa.Array) -> np.ndarray:
+        """The fingerprints of ``values``, the strings of the distinct ``ids``: those the blocks
+        keep, computed for the strings of ids no block holds."""
+        keys = np.zeros(len(ids), np.uint64)
+        kept = np.zeros(len(ids), bool)
+        for block in self._blocks:
+            at = block.positions(ids)
+            hit = at >= 0
+            keys[hit] = block.fingerprints()[at[hit]]
+            kept |= hit
+        rest = np.flatnonzero(~kept)
+        if len(rest):
+            keys[rest] = fingerprints(values.take(from_numpy(rest)))
+        return keys
 
     def text(self, key: int) -> str:
         return self.lookup(np.array([key]))[0] if key >= 0 else "-"

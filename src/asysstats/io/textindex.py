@@ -3,7 +3,9 @@
 A fingerprint hashes a string's byte length, its first ``HASHED_BYTES`` bytes and its last
 eight: equal strings have equal fingerprints, so a search compares only the strings whose
 fingerprints match (usually one) and makes no Python string per value. Building an index
-sorts the fingerprints once; a search costs a binary search per query string.
+sorts the fingerprints once; a search costs a binary search per query string. Fingerprints
+are a pure function of the text: the column cache stores those of its dictionaries, tagged
+with ``KEY_FORMAT``.
 """
 
 from __future__ import annotations
@@ -18,13 +20,19 @@ MIX = np.uint64(0x9E3779B97F4A7C15)
 ALL_BITS = np.uint64(0xFFFFFFFFFFFFFFFF)
 HASHED_BYTES = 256  # strings that differ only past these bytes (and before the last eight) share a fingerprint
 PAIRS_PER_STRING = 4  # more candidate pairs than this per string: compare by Arrow's hash set instead
+KEY_FORMAT = b"textindex-1"  # change it with the fingerprints: stored ones of another format are not used
+
+
+def text_offsets(array: pa.Array) -> np.ndarray:
+    """Where each string of a string array starts in its data buffer, and where the last ends."""
+    width = np.int64 if pa.types.is_large_string(array.type) else np.int32
+    return np.frombuffer(array.buffers()[1], width, len(array) + 1, array.offset * np.dtype(width).itemsize)
 
 
 def fingerprints(array: pa.Array) -> np.ndarray:
     """A uint64 per string of a string array without nulls, hashed eight bytes at a time
     (longest strings first, so that the strings still that long are a prefix in each round)."""
-    width = np.int64 if pa.types.is_large_string(array.type) else np.int32
-    offsets = np.frombuffer(array.buffers()[1], width, len(array) + 1, array.offset * np.dtype(width).itemsize)
+    offsets = text_offsets(array)
     length = np.diff(offsets).astype(np.int64)
     by_length = np.argsort(-length, kind="stable")
     length, start = length[by_length], offsets[:-1][by_length].astype(np.int64)
@@ -63,11 +71,12 @@ def fingerprints(array: pa.Array) -> np.ndarray:
 
 
 class TextIndex:
-    """Positions of strings in ``values`` (a string array without nulls; it may repeat a value)."""
+    """Positions of strings in ``values`` (a string array without nulls; it may repeat a value);
+    ``keys``: their fingerprints, when known."""
 
-    def __init__(self, values: pa.Array) -> None:
+    def __init__(self, values: pa.Array, keys: np.ndarray | None = None) -> None:
         self.values = values
-        keys = fingerprints(values)
+        keys = fingerprints(values) if keys is None else keys
         self._order = np.argsort(keys)
         self._keys = keys[self._order]
 
