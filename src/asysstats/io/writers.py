@@ -44,8 +44,8 @@ def csv_parts(result: Result, decimals: int = 1) -> Iterator[bytes | memoryview]
     yield (",".join(["Row#"] + [c.name for c in result.columns]) + ",\n").encode("utf-8")
     step = piece_rows(result.rows)
     parts = segments(result, decimals)
+    release_memory()  # what the rule freed: Arrow's allocator would keep it (the pieces reuse what they free)
     for start in range(0, result.rows, step):
-        release_memory()  # what the rule and the last piece freed: Arrow's allocator would keep it
         yield csv_lines(result, parts, start, min(start + step, result.rows), decimals)
 
 
