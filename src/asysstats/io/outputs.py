@@ -10,9 +10,10 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable
 
 from asysstats.errors import AsysError, OutputClosed
 
@@ -53,11 +54,11 @@ def deliver(content: str | bytes | Iterable[bytes | memoryview], dest: Destinati
         try:
             sys.stdout.flush()
             out = getattr(sys.stdout, "buffer", None)
-            for part in parts:
-                if out is None:
+            if out is None:
+                for part in parts:
                     sys.stdout.write(bytes(part).decode("utf-8", "replace"))
-                else:
-                    out.write(part)
+            else:
+                write_each(out.write, parts)
             (out or sys.stdout).flush()
         except BrokenPipeError as exc:  # raised as our own error, which click does not turn into exit 1
             raise OutputClosed() from exc
@@ -68,8 +69,7 @@ def deliver(content: str | bytes | Iterable[bytes | memoryview], dest: Destinati
         command = subprocess.Popen(dest.target, shell=True, stdin=subprocess.PIPE)
         try:
             with command.stdin:  # type: ignore[union-attr]
-                for part in parts:  # streamed: a large trace never sits in memory whole
-                    command.stdin.write(part)  # type: ignore[union-attr]
+                write_each(command.stdin.write, parts)  # type: ignore[union-attr]
         except BrokenPipeError:  # the command stopped reading: its exit status decides
             pass
         if command.wait() != 0:
@@ -85,13 +85,26 @@ def write_atomically(path: Path, data: bytes | Iterable[bytes | memoryview], for
     handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(handle, "wb") as out:
-            for part in [data] if isinstance(data, bytes) else data:
-                out.write(part)
+            write_each(out.write, [data] if isinstance(data, bytes) else data)
         os.chmod(temp, 0o666 & ~current_umask())  # mkstemp makes the file private (0600)
         os.replace(temp, path)
     except BaseException:
         Path(temp).unlink(missing_ok=True)
         raise
+
+
+def write_each(write: Callable[[bytes | memoryview], object], parts: Iterable[bytes | memoryview]) -> None:
+    """Write the parts in order, streamed (a large trace never sits in memory whole): each on a
+    thread while the next is made (the write releases the GIL), so that the file system's
+    copy overlaps the formatting."""
+    with ThreadPoolExecutor(1) as writer:
+        pending: Future | None = None
+        for part in parts:
+            if pending is not None:
+                pending.result()
+            pending = writer.submit(write, part)
+        if pending is not None:
+            pending.result()
 
 
 def current_umask() -> int:
