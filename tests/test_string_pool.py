@@ -130,6 +130,23 @@ def test_equal_strings_have_equal_fingerprints_wherever_they_lie(values):
     assert plain.tolist() == reversed_large.tolist()
 
 
+
+def test_fingerprints_of_long_strings_over_several_batches():
+    """Strings of 0 to 600 bytes (past ``HASHED_BYTES``), more than a batch of them, in another
+    order and at the end of the data: equal strings have equal fingerprints, and strings that
+    differ in one byte (hashed, or among the last eight) do not."""
+    rng = np.random.default_rng(5)
+    values = ["".join(rng.choice(list("abé\0"), size=rng.integers(0, 600))) for _ in range(3 * textindex.BATCH)]
+    keys = fingerprints(from_texts(values))
+    order = rng.permutation(len(values))
+    assert fingerprints(from_texts([values[i] for i in order])).tolist() == keys[order].tolist()
+    for value in values[:50]:  # alone at the end of the data buffer
+        assert fingerprints(from_texts(["pad", value]))[1] == keys[values.index(value)]
+    base = "x" * 300
+    changed = [base[:at] + "y" + base[at + 1:] for at in (0, 7, 8, 100, 255, 292, 299)]
+    assert len(set(fingerprints(from_texts([base] + changed)).tolist())) == 1 + len(changed)
+
+
 @SETTINGS
 @given(st.lists(st.tuples(st.lists(st.one_of(st.none(), texts), max_size=30), st.booleans()), max_size=6),
        st.lists(report_ids, max_size=5))

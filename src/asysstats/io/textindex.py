@@ -20,7 +20,8 @@ MIX = np.uint64(0x9E3779B97F4A7C15)
 ALL_BITS = np.uint64(0xFFFFFFFFFFFFFFFF)
 HASHED_BYTES = 256  # strings that differ only past these bytes (and before the last eight) share a fingerprint
 PAIRS_PER_STRING = 4  # more candidate pairs than this per string: compare by Arrow's hash set instead
-KEY_FORMAT = b"textindex-1"  # change it with the fingerprints: stored ones of another format are not used
+BATCH = 2048  # strings hashed together: their words gathered as one block that stays in the CPU's cache
+KEY_FORMAT = b"textindex-2"  # change it with the fingerprints: stored ones of another format are not used
 
 
 def text_offsets(array: pa.Array) -> np.ndarray:
@@ -30,8 +31,10 @@ def text_offsets(array: pa.Array) -> np.ndarray:
 
 
 def fingerprints(array: pa.Array) -> np.ndarray:
-    """A uint64 per string of a string array without nulls, hashed eight bytes at a time
-    (longest strings first, so that the strings still that long are a prefix in each round)."""
+    """A uint64 per string of a string array without nulls: its length, its last eight bytes
+    when it is longer than ``HASHED_BYTES``, then its first ``HASHED_BYTES`` eight at a time.
+    Longest strings first, ``BATCH`` at a time: a batch's words are gathered as one block (each
+    string's side by side), and the strings still that long are a prefix of it at each word."""
     offsets = text_offsets(array)
     length = np.diff(offsets).astype(np.int64)
     by_length = np.argsort(-length, kind="stable")
@@ -41,33 +44,32 @@ def fingerprints(array: pa.Array) -> np.ndarray:
         data = np.concatenate([data, np.zeros(8, np.uint8)])
     words = np.ndarray((len(data) - 7,), "<u8", data, 0, (1,))  # the eight bytes from every offset
     key = length.astype(np.uint64) * MIX
-
-    def mix(rows: slice, at: np.ndarray, keep: np.ndarray | None = None) -> None:
-        """Hash into ``key[rows]`` the eight bytes from ``at`` (only the first ``keep``)."""
-        if keep is None:
-            word = words[at]
-        else:  # a short piece, maybe near the end of the data: shift the bytes before it out
-            clipped = np.minimum(at, len(words) - 1)
-            word = words[clipped] >> (np.uint64(8) * (at - clipped).astype(np.uint64))
-            word &= ALL_BITS >> (np.uint64(64) - np.uint64(8) * keep.astype(np.uint64))  # by 64: no bit
-        hashed = key[rows]
-        hashed ^= word
-        hashed *= MIX
-        hashed ^= hashed >> np.uint64(31)
-
-    def longer(than: int) -> int:
-        return int(np.searchsorted(-length, -than, "left"))  # strings of more than ``than`` bytes
-
-    eight = longer(7)
-    mix(slice(0, eight), start[:eight] + length[:eight] - 8)  # the last eight bytes
-    for first in range(0, min(int(length.max(initial=0)), HASHED_BYTES), 8):
-        full, some = longer(first + 7), longer(first)
-        mix(slice(0, full), start[:full] + first)
-        if some > full:
-            mix(slice(full, some), start[full:some] + first, length[full:some] - first)
+    longer = int(np.searchsorted(-length, -HASHED_BYTES, "left"))
+    _mix(key[:longer], words[start[:longer] + length[:longer] - 8])
+    hashed = np.minimum(length, HASHED_BYTES)
+    count = (hashed + 7) // 8  # words hashed per string, longest first
+    for first in range(0, int(np.searchsorted(-count, 0, "left")), BATCH):  # strings of some bytes
+        rows = slice(first, first + BATCH)
+        at = start[rows, None] + np.arange(0, 8 * int(count[first]), 8)
+        clipped = np.minimum(at, len(words) - 1)
+        block = words[clipped]
+        if at[:, -1].max() > clipped[:, -1].max():  # the data's last bytes: from its last eight, shifted
+            block >>= np.uint64(8) * (at - clipped).astype(np.uint64)
+        left = hashed[rows, None] - (at - start[rows, None])  # bytes of the string from each word on
+        block &= ALL_BITS >> (np.uint64(8) * (8 - left.clip(0, 8)).astype(np.uint64))  # by 64: no bit
+        ends = np.searchsorted(-count[rows], -np.arange(1, block.shape[1] + 1), "right")
+        for word, end in enumerate(ends):
+            _mix(key[first:first + end], block[:end, word])
     out = np.empty(len(key), np.uint64)
     out[by_length] = key
     return out
+
+
+def _mix(key: np.ndarray, word: np.ndarray) -> None:
+    """Hash ``word`` into ``key`` in place."""
+    key ^= word
+    key *= MIX
+    key ^= key >> np.uint64(31)
 
 
 class TextIndex:
