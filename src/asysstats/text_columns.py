@@ -54,12 +54,16 @@ class StackColumn(TextColumn):
     their ancestors in order, whose text is the stacks' text. ``values``: the report's
     ranges; ``rows``: the range id of each row."""
 
-    __slots__ = ("parent", "parts")
+    __slots__ = ("row_of", "parent", "parts")
 
     def __init__(self, ranges: EventTable, range_ids: np.ndarray | Gathered) -> None:
         super().__init__(ranges, range_ids)  # type: ignore[arg-type]
-        parent = np.searchsorted(ranges["rangeId"], ranges["parentId"])
-        self.parent = np.where(ranges["level"] > 0, parent, -1).astype(np.int32)
+        ids = ranges["rangeId"]
+        self.row_of = np.zeros(int(ids.max(initial=0)) + 1, np.int32)  # each range id's row
+        self.row_of[ids] = np.arange(len(ids), dtype=np.int32)
+        nested = (ranges["level"] > 0) & (ranges["parentId"] >= 0)
+        self.parent = np.full(len(ids), -1, np.int32)
+        self.parent[nested] = self.row_of[ranges["parentId"][nested]]
         self.parts: pa.Array | None = None  # ``:<id>`` per range, then '"' (made on first use)
 
     def __getitem__(self, key: slice) -> pa.Array:
@@ -74,7 +78,7 @@ class StackColumn(TextColumn):
         if self.parts is None:
             ids = pc.cast(from_numpy(ranges["rangeId"]), pa.string())
             self.parts = pa.concat_arrays([pc.binary_join_element_wise(text(""), ids, text(":")), from_texts(['"'])])
-        row = np.searchsorted(ranges["rangeId"], self.rows[key]).astype(np.int32)
+        row = self.row_of[self.rows[key]]
         depth = int(ranges["level"][row].max(initial=-1)) + 1
         stack = np.full((len(row), depth + 2 * quote), -1, np.int32)  # per row its parts; -1 before its ranges
         for level in reversed(range(quote, depth + quote)):
