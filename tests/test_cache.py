@@ -233,3 +233,39 @@ def test_a_warm_run_does_not_fingerprint_cached_text_again(tmp_path, monkeypatch
     assert names not in lengths
     stored.write_bytes(stored.read_bytes()[:100])
     assert results(True) == uncached and names in lengths
+
+
+def test_later_columns_are_made_once_on_first_read_and_never_when_unread():
+    made = []
+    table = EventTable({"a": np.arange(3)}).with_later_columns(b=lambda: made.append("b") or np.arange(3) * 2,
+                                                               c=lambda: made.append("c") or np.arange(4))
+    assert list(table) == ["a", "b", "c"] and len(table) == 3 and made == []
+    assert table["b"].tolist() == [0, 2, 4] and table["b"].tolist() == [0, 2, 4] and made == ["b"]
+    assert EventTable({k: table[k] for k in ("a", "b")}).take(np.array([2, 0]))["b"].tolist() == [4, 0]
+    try:
+        table["c"]
+        raise AssertionError("a later column of another length was accepted")
+    except ValueError as exc:
+        assert "column c: 4 rows, not 3" in str(exc)
+
+
+def test_the_range_summary_does_not_build_the_nesting_that_a_later_rule_builds(tmp_path):
+    """A cold ``hgtx_sum`` reads no nesting column: the nesting table is built (and cached)
+    by the first rule that reads one, with the results of a run without cache."""
+    path = tmp_path / "sample.asysrep"
+    shutil.copyfile(SAMPLE, path)
+    folder = ColumnCache(path).folder
+    summary, trace = (REGISTRY.get(name) for name in ("hgtx_sum", "hgtx_pushpop_trace"))
+
+    def result(rule, cache: bool) -> str:
+        report = open_report(path, cache=cache)
+        try:
+            return render(run_rule(rule, rule.parse_options({}), Inputs(report)), "csv")
+        finally:
+            report.close()
+
+    assert result(summary, True) == result(summary, False)
+    assert list(folder.glob("derived*.hgtx_ranges.*.arrow")) and not list(folder.glob("derived*.hgtx_nesting.*"))
+    assert result(trace, True) == result(trace, False)
+    assert sorted(p.name.split(".")[-2] for p in folder.glob("derived*.hgtx_nesting.*.arrow")) == \
+        sorted(hgtx.NESTING_COLUMNS)

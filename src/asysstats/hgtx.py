@@ -21,6 +21,7 @@ activities from :mod:`asysstats.correlate`.
 from __future__ import annotations
 
 import difflib
+import functools
 import weakref
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
@@ -52,13 +53,15 @@ _CACHE: "weakref.WeakKeyDictionary[Report, EventTable]" = weakref.WeakKeyDiction
 def all_ranges(report: "Report") -> EventTable:
     """Every push/pop and start/end range of the report (no time window), cached per report:
     two derived tables, the ranges from the events, then their nesting from the ranges (so
-    that a cold run sorts for the nesting with the events no longer loaded)."""
+    that a cold run sorts for the nesting with the events no longer loaded), the nesting only
+    when one of its columns is first read."""
     if report not in _CACHE:
         if not report.has("hgtx"):
             return _CACHE.setdefault(report, _empty_ranges())
         ranges = report.derived("hgtx_ranges", NAME_COLUMNS, ("name", "domain", "style"), lambda: _build_ranges(report))
-        nested = report.derived("hgtx_nesting", NESTING_COLUMNS, (), lambda: _nesting_by_threads(ranges))
-        _CACHE[report] = ranges.with_columns(**nested)
+        nested = functools.cache(lambda: report.derived("hgtx_nesting", NESTING_COLUMNS, (),
+                                                        lambda: _nesting_by_threads(ranges)))
+        _CACHE[report] = ranges.with_later_columns(**{c: (lambda c=c: nested()[c]) for c in NESTING_COLUMNS})
     return _CACHE[report]
 
 

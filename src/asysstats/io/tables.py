@@ -10,23 +10,36 @@ NA = np.iinfo(np.int64).min  # a missing cell of an integer column (printed "-")
 
 
 class EventTable(Mapping[str, np.ndarray]):
-    """An immutable set of equally long numpy columns (ns timestamps, integer ids)."""
+    """An immutable set of equally long numpy columns (ns timestamps, integer ids); ``later``:
+    columns made on first read (:meth:`with_later_columns`)."""
 
-    def __init__(self, columns: Mapping[str, np.ndarray]) -> None:
+    def __init__(self, columns: Mapping[str, np.ndarray],
+                 later: Mapping[str, Callable[[], np.ndarray]] | None = None) -> None:
         self._columns = {name: np.asarray(values) for name, values in columns.items()}
         lengths = {len(v) for v in self._columns.values()}
         if len(lengths) > 1:
             raise ValueError(f"columns of unequal length: {lengths}")
         self._length = lengths.pop() if lengths else 0
+        self._later = {name: make for name, make in (later or {}).items() if name not in self._columns}
 
     def __getitem__(self, name: str) -> np.ndarray:
+        if name not in self._columns and name in self._later:
+            values = np.asarray(self._later.pop(name)())
+            if len(values) != self._length:
+                raise ValueError(f"column {name}: {len(values)} rows, not {self._length}")
+            self._columns[name] = values
         return self._columns[name]
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._columns)
+        return iter([*self._columns, *self._later])
 
     def __len__(self) -> int:
-        return len(self._columns)
+        return len(self._columns) + len(self._later)
+
+    def with_later_columns(self, **makers: Callable[[], np.ndarray]) -> "EventTable":
+        """The table with columns each made by its function when first read (work that a
+        rule which reads none of them never does)."""
+        return EventTable(self._columns, {**self._later, **makers})
 
     @property
     def rows(self) -> int:

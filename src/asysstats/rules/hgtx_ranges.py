@@ -40,7 +40,8 @@ def on_threads(ranges: EventTable, processes: tuple[int, ...] | None, threads: t
 
 
 def hgtx_sum_rows(inputs: Inputs, options: Mapping[str, Any]) -> Rows:
-    ranges = on_threads(load_ranges(inputs), options["process"], options["thread"])
+    ranges = on_threads(load_ranges(inputs, ("name", "style", "start", "end", "pid", "tid")), options["process"],
+                        options["thread"])
     return Rows((ranges["name"], ranges["style"]), ranges["end"] - ranges["start"], text=(0, 1))
 
 
