@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import shutil
+import weakref
 from pathlib import Path
 
 import numpy as np
@@ -269,3 +271,17 @@ def test_the_range_summary_does_not_build_the_nesting_that_a_later_rule_builds(t
     assert result(trace, True) == result(trace, False)
     assert sorted(p.name.split(".")[-2] for p in folder.glob("derived*.hgtx_nesting.*.arrow")) == \
         sorted(hgtx.NESTING_COLUMNS)
+
+
+def test_the_ranges_kept_per_report_do_not_keep_it_alive(tmp_path):
+    """The ranges are cached per report in a weak dictionary: what it keeps (the nesting made
+    on first read) must not refer to the report, or no report would ever be freed."""
+    path = tmp_path / "sample.asysrep"
+    shutil.copyfile(SAMPLE, path)
+    report = open_report(path)
+    assert hgtx.all_ranges(report)["level"].max() > 0
+    alive = weakref.ref(report)
+    report.close()
+    del report
+    gc.collect()
+    assert alive() is None

@@ -59,8 +59,9 @@ def all_ranges(report: "Report") -> EventTable:
         if not report.has("hgtx"):
             return _CACHE.setdefault(report, _empty_ranges())
         ranges = report.derived("hgtx_ranges", NAME_COLUMNS, ("name", "domain", "style"), lambda: _build_ranges(report))
-        nested = functools.cache(lambda: report.derived("hgtx_nesting", NESTING_COLUMNS, (),
-                                                        lambda: _nesting_by_threads(ranges)))
+        owner = weakref.ref(report)  # the cache holds the report weakly, so must what it keeps
+        nested = functools.cache(lambda: owner().derived("hgtx_nesting", NESTING_COLUMNS, (),  # type: ignore[union-attr]
+                                                         lambda: _nesting_by_threads(ranges)))
         _CACHE[report] = ranges.with_later_columns(**{c: (lambda c=c: nested()[c]) for c in NESTING_COLUMNS})
     return _CACHE[report]
 
