@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from asysstats.engine import Gathered
-from asysstats.io.arrow import from_numpy, from_texts, text
+from asysstats.io.arrow import from_numpy, from_texts, text, text_offsets
 from asysstats.io.format import quoted
 from asysstats.io.tables import EventTable
 
@@ -90,5 +90,5 @@ class StackColumn(TextColumn):
         taken = self.parts.take(from_numpy(stack[used]))
         ends = np.zeros(len(stack) + 1, np.int64)
         np.cumsum(np.count_nonzero(used, axis=1), out=ends[1:])
-        offsets = np.frombuffer(taken.buffers()[1], np.int32, len(taken) + 1)[ends]
+        offsets = text_offsets(taken)[ends]
         return pa.Array.from_buffers(pa.string(), len(stack), [None, pa.py_buffer(offsets), taken.buffers()[2]])

@@ -72,13 +72,17 @@ def text(value: str) -> pa.Scalar:
     return from_texts([value])[0]
 
 
+def text_offsets(array: pa.Array) -> np.ndarray:
+    """Where each string of a string array starts in its data buffer, and where the last ends."""
+    width = np.int64 if pa.types.is_large_string(array.type) else np.int32
+    return np.frombuffer(array.buffers()[1], width, len(array) + 1, array.offset * np.dtype(width).itemsize)
+
+
 def text_bytes(array: pa.Array) -> memoryview:
     """The concatenated UTF-8 of a string array without nulls: its data buffer, sliced, not copied."""
     if len(array) == 0:
         return memoryview(b"")
-    width = np.int64 if pa.types.is_large_string(array.type) else np.int32
-    offsets = np.frombuffer(array.buffers()[1], dtype=width, count=len(array) + 1,
-                            offset=array.offset * np.dtype(width).itemsize)
+    offsets = text_offsets(array)
     return memoryview(array.buffers()[2])[int(offsets[0]):int(offsets[-1])]
 
 

@@ -24,10 +24,10 @@ from typing import Sequence
 import numpy as np
 import pyarrow as pa
 
-from asysstats.io.arrow import from_numpy, text_bytes, to_numpy
+from asysstats.io.arrow import from_numpy, text_bytes, text_offsets, to_numpy
 from asysstats.io.outputs import write_atomically
 from asysstats.io.strings import StringPool
-from asysstats.io.textindex import KEY_FORMAT, fingerprints, text_offsets
+from asysstats.io.textindex import KEY_FORMAT, fingerprints
 
 VERSION = 2
 

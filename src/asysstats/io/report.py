@@ -157,7 +157,8 @@ class Report:
                 kept = self._store(table, ((c, built[c]) for c in columns if c not in text), text)
                 texts = {c: built[c] for c in columns if c in text}
                 del built
-            kept |= self._store(table, texts.items(), text) | texts  # ids at hand: not interned again
+            self._store(table, texts.items(), text)
+            kept |= texts  # the ids at hand: not read back and interned again
             numbers = {c: t for c, t in types.items() if c not in text}
             found = {**(self._column_cache.get_table(table, numbers, (), self.strings) or {}), **kept}
             release_memory()

@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from asysstats.compute.distinct import DERIVED_BASE, Coded, distinct
+from asysstats.compute.keys import lookup
 from asysstats.io.arrow import from_numpy, from_texts, to_numpy, valid_mask
 from asysstats.io.textindex import TextIndex, fingerprints
 
@@ -46,12 +47,6 @@ class Block:
         if self.index is None:
             self.index, self.keys = TextIndex(self.values, self.keys), None
         return self.index.find(query, keys)
-
-    def positions(self, ids: np.ndarray) -> np.ndarray:
-        """Position of each of ``ids`` in the block, -1 when it holds no such id."""
-        order = np.argsort(self.ids)
-        at = order[np.minimum(np.searchsorted(self.ids, ids, sorter=order), len(order) - 1)]
-        return np.where(self.ids[at] == ids, at, -1)
 
 
 class StringPool:
@@ -201,7 +196,7 @@ class StringPool:
         keys = np.zeros(len(ids), np.uint64)
         kept = np.zeros(len(ids), bool)
         for block in self._blocks:
-            at = block.positions(ids)
+            at = lookup(block.ids, ids)
             hit = at >= 0
             keys[hit] = block.fingerprints()[at[hit]]
             kept |= hit

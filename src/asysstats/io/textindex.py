@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from asysstats.io.arrow import from_numpy, to_numpy, valid_mask
+from asysstats.io.arrow import from_numpy, text_offsets, to_numpy, valid_mask
 
 MIX = np.uint64(0x9E3779B97F4A7C15)
 ALL_BITS = np.uint64(0xFFFFFFFFFFFFFFFF)
@@ -22,12 +22,6 @@ HASHED_BYTES = 256  # strings that differ only past these bytes (and before the 
 PAIRS_PER_STRING = 4  # more candidate pairs than this per string: compare by Arrow's hash set instead
 BATCH = 2048  # strings hashed together: their words gathered as one block that stays in the CPU's cache
 KEY_FORMAT = b"textindex-2"  # change it with the fingerprints: stored ones of another format are not used
-
-
-def text_offsets(array: pa.Array) -> np.ndarray:
-    """Where each string of a string array starts in its data buffer, and where the last ends."""
-    width = np.int64 if pa.types.is_large_string(array.type) else np.int32
-    return np.frombuffer(array.buffers()[1], width, len(array) + 1, array.offset * np.dtype(width).itemsize)
 
 
 def fingerprints(array: pa.Array) -> np.ndarray:

@@ -15,14 +15,14 @@ import numpy as np
 from asysstats.compute.distinct import Coded, tie_order
 from asysstats.compute.grouped import dense_group_ids, grouped_stats
 from asysstats.compute.intervals import distinct_sorted
+from asysstats.compute.keys import pair_key
 from asysstats.correlate import Pairs, activity_table, correlate
 from asysstats.engine import Gathered, Inputs
-from asysstats.compute.keys import pair_key
 from asysstats.hgtx import load_ranges, name_filter
-from asysstats.launches import launch_rows, runtime_calls
 from asysstats.io.memory import release_memory
 from asysstats.io.strings import StringPool
 from asysstats.io.tables import NA, EventTable
+from asysstats.launches import launch_rows, runtime_calls
 from asysstats.names import kernel_name_codes, kernel_name_ids
 from asysstats.registry import (DEVICE, INT, NAME_OPTIONS, NO_GRAPH_MAPPING, RANGE_EXCLUDE, RANGE_INCLUDE, TEXT,
                                 Column, Option, Rule, name_mode)

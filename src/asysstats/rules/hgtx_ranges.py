@@ -10,12 +10,12 @@ import pyarrow.compute as pc
 from asysstats.compute.distinct import distinct, tie_order
 from asysstats.engine import Gathered, Inputs
 from asysstats.hgtx import load_ranges
-from asysstats.text_columns import TextColumn, range_stacks
 from asysstats.io.arrow import from_numpy, text
 from asysstats.io.tables import EventTable
 from asysstats.regexes import search
 from asysstats.registry import INT, ROWS, TEXT, Column, Option, Rule
 from asysstats.rules.summary import Rows, Summary, keyed_frame, stat_columns
+from asysstats.text_columns import TextColumn, range_stacks
 
 PROCESS = Option("process", "int_list", "Process ids to analyse, separated by '/' (default: all).", None, minimum=0)
 THREAD = Option("thread", "int_list", "Thread ids to analyse, separated by '/' (default: all).", None, minimum=0)
