@@ -19,11 +19,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from asysstats.compute.intervals import covered_length_sorted, enclosing_pairs
-from asysstats.engine import in_window
 from asysstats.compute.keys import lookup, pair_key
+from asysstats.engine import in_window
 from asysstats.hgtx import find_filter_range, trusted
-from asysstats.launches import launch_rows, runtime_calls
 from asysstats.io.tables import EventTable, empty_table
+from asysstats.launches import launch_rows, runtime_calls
 
 if TYPE_CHECKING:
     from asysstats.engine import Inputs

@@ -32,12 +32,12 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 import numpy as np
 
 from asysstats.compute.distinct import distinct
-from asysstats.correlate import PPU_KINDS
 from asysstats.compute.keys import pair_key
+from asysstats.correlate import PPU_KINDS
 from asysstats.hgtx import all_ranges
-from asysstats.launches import launch_rows, runtime_calls
 from asysstats.io.schema import TABLES
 from asysstats.io.tables import NA, EventTable
+from asysstats.launches import launch_rows, runtime_calls
 from asysstats.registry import INT, ROWS, TEXT, Column, Rule
 from asysstats.rulebook import CHECK_RULE
 from asysstats.suspects import TIMED_TABLES, suspects

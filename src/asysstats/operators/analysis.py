@@ -35,8 +35,8 @@ from asysstats.compute.intervals import enclosing_pairs
 from asysstats.correlate import Pairs, correlate
 from asysstats.engine import Inputs
 from asysstats.hgtx import all_ranges
-from asysstats.launches import launch_rows, runtime_calls
 from asysstats.io.tables import EventTable
+from asysstats.launches import launch_rows, runtime_calls
 from asysstats.operators.activities import load_activities, range_filter
 from asysstats.operators.catalog import FRAMEWORK, LIBRARY
 from asysstats.operators.merge import PREFILL_DECODE_OPTION, joined_ids, parsed_ids

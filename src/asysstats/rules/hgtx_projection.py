@@ -16,10 +16,10 @@ from asysstats.compute.intervals import covered_length_by_group
 from asysstats.correlate import Projection, correlate, ppu_activities, project
 from asysstats.engine import Gathered, Inputs
 from asysstats.hgtx import load_ranges, name_filter
-from asysstats.text_columns import range_stacks
 from asysstats.io.tables import EventTable
 from asysstats.registry import (DEVICE, INT, NO_GRAPH_MAPPING, PERCENT, RANGE_EXCLUDE, RANGE_INCLUDE, RANGE_MODE,
                                 TEXT, Column, Rule)
+from asysstats.text_columns import range_stacks
 
 
 RANGE_CELLS = ("rangeId", "name", "style", "globalTid", "pid", "tid", "start", "end", "level", "parentId",

@@ -8,8 +8,8 @@ import numpy as np
 
 from asysstats.compute.distinct import Coded
 from asysstats.engine import Inputs
-from asysstats.launches import innermost_range_names
 from asysstats.io.tables import EventTable
+from asysstats.launches import innermost_range_names
 from asysstats.names import kernel_name_codes, prefixed_ids
 from asysstats.registry import DEVICE, HGTX_NAME, NAME_OPTIONS, ROWS, TEXT, Column, Rule, name_mode
 from asysstats.rules.summary import Rows, Summary, keyed_frame, stat_columns

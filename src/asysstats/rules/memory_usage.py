@@ -9,9 +9,8 @@ import numpy as np
 
 from asysstats.callstacks import chain_membership, group_labels, parse_groups
 from asysstats.compute.grouped import group_by
-from asysstats.correlate import lookup
+from asysstats.compute.keys import lookup, pair_key
 from asysstats.engine import Inputs
-from asysstats.compute.keys import pair_key
 from asysstats.io.tables import NA, EventTable
 from asysstats.registry import INT, TEXT, Column, Option, Rule
 
