@@ -8,13 +8,15 @@ scan of each table a rule reads (the floor for reading the data), then runs each
 whole ``asys`` process twice — cold (empty columnar cache) and warm (cache filled) — and
 prints seconds, ratios to the scan and peak memory (RSS of the process, also less the RSS
 of a process that only starts up, whose seconds the header gives and the warm seconds also
-appear without) against the size of the columns of the tables the rule reads. Each run writes
+appear without) against the size of the columns of the tables the rule reads (inline text by its
+bytes; also with every value at 8 bytes, as runs before the eighth session measured). Each run writes
 a fresh output file. Writes the table to bench/out/run_<report>.md as well.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import shutil
 import sqlite3
@@ -88,15 +90,32 @@ def startup() -> tuple[float, int]:
     return best, rss
 
 
-def loaded_bytes(report: Path, tables: list[str]) -> int:
-    """Size of the typed columns of the tables a rule reads (8 bytes per value)."""
+def loaded_bytes(report: Path, tables: list[str]) -> tuple[int, int]:
+    """Size of the columns of the tables a rule reads — numbers at 8 bytes a value, inline text
+    by its bytes and 4 of offset a value (as Arrow holds it; at least 8 a value) — and the size
+    with every value at 8 bytes, the measure of runs before the eighth session."""
+    sizes = [table_bytes(report, logical) for logical in tables]
+    return sum(s for s, _ in sizes), sum(f for _, f in sizes)
+
+
+@functools.cache
+def table_bytes(report: Path, logical: str) -> tuple[int, int]:
+    """:func:`loaded_bytes` of one logical table."""
     opened = Report(report, cache=False)
-    total = 0
-    for logical in tables:
-        for table in opened.physical_tables(logical):
-            rows = opened.scalar(table, f'SELECT count(*) FROM "{table}"') or 0
-            total += int(rows) * 8 * len(TABLES[logical].columns)
-    return total
+    spec = TABLES[logical]
+    size = flat = 0
+    for table in opened.physical_tables(logical):
+        rows = int(opened.scalar(table, f'SELECT count(*) FROM "{table}"') or 0)
+        present = set(opened.table_columns(table))
+        for col in spec.columns:
+            source = next((s for s in col.physical() if s in present), None)
+            text = 0
+            if col.kind == "text" and source:
+                text = 4 * rows + int(opened.scalar(
+                    table, f'SELECT sum(length(CAST("{source}" AS BLOB))) FROM "{table}"') or 0)
+            size += max(8 * rows, text)
+        flat += rows * 8 * len(spec.columns)
+    return size, flat
 
 
 def main() -> None:
@@ -112,7 +131,8 @@ def main() -> None:
     lines = [f"report: {report.name} ({report.stat().st_size / 1e6:.0f} MB), machine: {os.cpu_count()} cores, "
              f"start-up {floor:.2f} s and {base / 1e6:.0f} MB RSS", "",
              "| rule | scan (s) | cold (s) | cold / scan | warm (s) | warm / scan | (warm − start-up) / scan "
-             "| peak RSS (MB) | RSS / columns | (RSS − start-up) / columns |", "|---|---|---|---|---|---|---|---|---|---|"]
+             "| peak RSS (MB) | columns (MB) | RSS / columns | (RSS − start-up) / columns "
+             "| (RSS − start-up) / columns, text at 8 B a value |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     with tempfile.TemporaryDirectory() as temp:
         out = Path(temp)
         for rule in rules:
@@ -125,10 +145,10 @@ def main() -> None:
                 run_rule(rule.name, rule.command, report, cache, out)
             shutil.rmtree(cache, ignore_errors=True)
             rss = max(cold_rss, warm_rss)
-            columns = max(loaded_bytes(report, tables), 1)
+            columns, flat = (max(size, 1) for size in loaded_bytes(report, tables))
             lines.append(f"| {rule.name} | {scan:.2f} | {cold:.2f} | {cold / scan:.2f} | {warm:.2f} | "
-                         f"{warm / scan:.2f} | {(warm - floor) / scan:.2f} | {rss / 1e6:.0f} | {rss / columns:.2f} | "
-                         f"{(rss - base) / columns:.2f} |")
+                         f"{warm / scan:.2f} | {(warm - floor) / scan:.2f} | {rss / 1e6:.0f} | {columns / 1e6:.0f} | "
+                         f"{rss / columns:.2f} | {(rss - base) / columns:.2f} | {(rss - base) / flat:.2f} |")
             print(lines[-1], flush=True)
     (OUT / f"run_{report.stem}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines[:2]))

@@ -285,3 +285,29 @@ def test_the_ranges_kept_per_report_do_not_keep_it_alive(tmp_path):
     del report
     gc.collect()
     assert alive() is None
+
+
+def test_the_range_build_frees_the_events_text_before_it_stores_the_ranges(tmp_path, monkeypatch):
+    """A cold build of the ranges holds the events' text columns only while it makes the
+    names: by the time the ranges are stored, neither the report nor the build keeps them."""
+    path = tmp_path / "sample.asysrep"
+    shutil.copyfile(SAMPLE, path)
+    report = open_report(path)
+    loaded, freed = {}, []
+    load, store = report.load, report._store
+
+    def watched_load(logical, columns=()):
+        table = load(logical, columns)
+        if tuple(columns) == hgtx.HGTX_COLUMNS:
+            loaded.update((name, weakref.ref(table[name])) for name in ("text", "textId", "domainId"))
+        return table
+
+    def watched_store(table, columns, text):
+        freed.append({name: ref() is None for name, ref in loaded.items()})
+        return store(table, columns, text)
+
+    monkeypatch.setattr(report, "load", watched_load)
+    monkeypatch.setattr(report, "_store", watched_store)
+    assert len(hgtx.all_ranges(report)["name"]) > 0
+    assert freed and freed[0] == {"text": True, "textId": True, "domainId": True}
+    report.close()

@@ -93,15 +93,19 @@ def _empty_ranges() -> EventTable:
 
 
 def _build_ranges(report: "Report") -> LazyColumns:
-    """The ranges' own columns (:data:`NAME_COLUMNS`), each taken from the events when it is read."""
-    events = report.load("hgtx", HGTX_COLUMNS)
+    """The ranges' own columns (:data:`NAME_COLUMNS`), each taken from the events when it is read.
+    The events' text and domain columns are freed once the names are made: with a column cache
+    the report does not keep the events loaded here (it maps them again at once)."""
+    with report.transient():
+        events = report.load("hgtx", HGTX_COLUMNS)
     kind, start, end = events["eventType"], events["start"], events["end"]
     keep = np.flatnonzero((kind == PUSHPOP) | (kind == STARTEND))
     label = np.where(events["text"] >= 0, events["text"], events["textId"])  # per event
     pool = report.strings
     domains = pool.canonical(_domain_names(events, label, keep))
     names = prefixed_ids(pool, domains, pool.canonical(label[keep]), sep=":")
-    del label
+    thread = {c: events[c] for c in ("globalTid", "pid", "tid")}
+    del label, events
     styles = pool.intern(["PushPop", "StartEnd"])
     last = max(int(start.max(initial=0)), int(end.max(initial=0)),
                getattr(report, "hgtx_end", None) or 0)  # a part of merged reports: the set's last
@@ -113,7 +117,7 @@ def _build_ranges(report: "Report") -> LazyColumns:
     return LazyColumns({"rangeId": lambda: keep + 1, "name": lambda: names, "domain": lambda: domains,
                         "style": lambda: np.where(kind[keep] == PUSHPOP, *styles),
                         "pushpop": lambda: (kind[keep] == PUSHPOP).astype(np.int64),
-                        **{c: (lambda c=c: events[c][keep]) for c in ("globalTid", "pid", "tid", "start")},
+                        **{c: (lambda c=c: thread[c][keep]) for c in thread}, "start": lambda: start[keep],
                         "end": ended})
 
 
