@@ -6,7 +6,9 @@ import gc
 import json
 import os
 import shutil
+import time
 import weakref
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -249,6 +251,20 @@ def test_later_columns_are_made_once_on_first_read_and_never_when_unread():
         raise AssertionError("a later column of another length was accepted")
     except ValueError as exc:
         assert "column c: 4 rows, not 3" in str(exc)
+
+
+def test_a_later_column_read_by_threads_at_once_is_made_once():
+    made = []
+
+    def slow():
+        made.append("b")
+        time.sleep(0.05)  # the other threads ask meanwhile
+        return np.arange(3) * 2
+
+    table = EventTable({"a": np.arange(3)}).with_later_columns(b=slow)
+    with ThreadPoolExecutor(4) as threads:
+        read = list(threads.map(lambda _: table["b"].tolist(), range(4)))
+    assert read == [[0, 2, 4]] * 4 and made == ["b"]
 
 
 def test_the_range_summary_does_not_build_the_nesting_that_a_later_rule_builds(tmp_path):

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pyarrow as pa
@@ -115,15 +116,45 @@ def test_csv_of_many_rows_streams_in_chunks_equal_to_one_piece(monkeypatch):
     result = Result(RULE, (Column("Total Time (ns)", INT, ""), Column("Name", TEXT, "")), frame, StringPool())
     whole = to_csv(result)
     monkeypatch.setattr(writers, "CHUNK_ROWS", 3)
+    monkeypatch.setattr(writers, "FORMATTERS", 1)
+    assert [bytes(p).count(b"\n") for p in writers.csv_parts(result)] == [1, 3, 3, 3, 1]
+    assert to_csv(result) == whole
+    monkeypatch.setattr(writers, "CHUNK_ROWS", 6)
+    monkeypatch.setattr(writers, "FORMATTERS", 2)  # pieces of half the rows, made two at a time, in order
     assert [bytes(p).count(b"\n") for p in writers.csv_parts(result)] == [1, 3, 3, 3, 1]
     assert to_csv(result) == whole
     assert whole.splitlines()[2] == '2,1,"n""1",'
+
+
+def test_pieces_made_side_by_side_load_each_report_string_once(monkeypatch):
+    """Formatting threads that meet report strings not yet loaded fetch each of them once, and
+    the CSV is the one a single formatter writes."""
+    fetched = []
+
+    def fetch(ids):
+        time.sleep(0.002)  # a read from the report: the other formatter runs meanwhile
+        fetched.extend(ids)
+        return [(i, f"name {i}") for i in ids]
+
+    ids = np.repeat(np.arange(40), 5)  # each piece of 6 rows meets names first seen there
+    columns = (Column("Total (ns)", INT, ""), Column("Name", TEXT, ""))
+
+    def csv(formatters):
+        monkeypatch.setattr(writers, "FORMATTERS", formatters)
+        return to_csv(Result(RULE, columns, {"Total (ns)": np.arange(len(ids)), "Name": ids}, StringPool(fetch)))
+
+    monkeypatch.setattr(writers, "CHUNK_ROWS", 12)
+    alone = csv(1)
+    fetched.clear()
+    assert csv(4) == alone and sorted(fetched) == list(range(40))
+    assert alone.splitlines()[7] == '7,6,"name 1",'
 
 
 def test_csv_pieces_are_a_32nd_of_the_rows_within_bounds():
     assert writers.piece_rows(10) == writers.CHUNK_ROWS == 32_768
     assert writers.piece_rows(32 * 100_000 + 5) == 100_000
     assert writers.piece_rows(10 ** 9) == 262_144
+    assert writers.piece_rows(10 ** 9, formatters=2) == 131_072
 
 
 def test_missing_output_directory_is_an_error(report, tmp_path):

@@ -64,7 +64,9 @@ class StackColumn(TextColumn):
         nested = (ranges["level"] > 0) & (ranges["parentId"] >= 0)
         self.parent = np.full(len(ids), -1, np.int32)
         self.parent[nested] = self.row_of[ranges["parentId"][nested]]
-        self.parts: pa.Array | None = None  # ``:<id>`` per range, then '"' (made on first use)
+        ids_text = pc.cast(from_numpy(ids), pa.string())
+        self.parts = pa.concat_arrays([pc.binary_join_element_wise(text(""), ids_text, text(":")),
+                                       from_texts(['"'])])  # ``:<id>`` per range, then '"'; read by formatting threads
 
     def __getitem__(self, key: slice) -> pa.Array:
         return self.stacks(key, quote=False)
@@ -75,9 +77,6 @@ class StackColumn(TextColumn):
     def stacks(self, key: slice, quote: bool) -> pa.Array:
         """The stacks of a slice of rows, each in double quotes with ``quote``."""
         ranges: EventTable = self.values  # type: ignore[assignment]
-        if self.parts is None:
-            ids = pc.cast(from_numpy(ranges["rangeId"]), pa.string())
-            self.parts = pa.concat_arrays([pc.binary_join_element_wise(text(""), ids, text(":")), from_texts(['"'])])
         row = self.row_of[self.rows[key]]
         depth = int(ranges["level"][row].max(initial=-1)) + 1
         stack = np.full((len(row), depth + 2 * quote), -1, np.int32)  # per row its parts; -1 before its ranges

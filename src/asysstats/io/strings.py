@@ -9,6 +9,7 @@ interned and gathered without a Python string per value.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
@@ -61,16 +62,20 @@ class StringPool:
         self._blocks: list[Block] = []
         self._derived: list[pa.Array] = []  # derived strings in id order
         self._count = 0  # derived strings so far
+        self._loading = threading.Lock()
 
     def load(self, ids: Iterable[int]) -> None:
-        """Make sure the given report ids are resolved."""
-        missing = sorted({int(i) for i in ids if 0 <= i < DERIVED_BASE and int(i) not in self._report})
-        if not missing or self._fetch is None:
-            return
-        fetched = list(self._fetch(missing))
-        self._report.update(fetched)
-        if fetched:
-            self._register(from_texts([value for _, value in fetched]), np.array([key for key, _ in fetched], np.int64))
+        """Make sure the given report ids are resolved (one thread at a time: the pieces of a
+        CSV are formatted side by side)."""
+        with self._loading:
+            missing = sorted({int(i) for i in ids if 0 <= i < DERIVED_BASE and int(i) not in self._report})
+            if not missing or self._fetch is None:
+                return
+            fetched = list(self._fetch(missing))
+            self._report.update(fetched)
+            if fetched:
+                self._register(from_texts([value for _, value in fetched]),
+                               np.array([key for key, _ in fetched], np.int64))
 
     def intern(self, values: Iterable[str]) -> np.ndarray:
         """Ids of the given strings, creating derived ids for new values (for a few labels;

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Callable, Iterator, Mapping
 
 import numpy as np
 
 NA = np.iinfo(np.int64).min  # a missing cell of an integer column (printed "-")
+_MAKING = threading.RLock()  # a later column made by one thread (making one may read another)
 
 
 class EventTable(Mapping[str, np.ndarray]):
@@ -24,10 +26,13 @@ class EventTable(Mapping[str, np.ndarray]):
 
     def __getitem__(self, name: str) -> np.ndarray:
         if name not in self._columns and name in self._later:
-            values = np.asarray(self._later.pop(name)())
-            if len(values) != self._length:
-                raise ValueError(f"column {name}: {len(values)} rows, not {self._length}")
-            self._columns[name] = values
+            with _MAKING:  # made once, should threads (the CSV formatters) read it at once
+                if name in self._later:
+                    values = np.asarray(self._later[name]())
+                    if len(values) != self._length:
+                        raise ValueError(f"column {name}: {len(values)} rows, not {self._length}")
+                    self._columns[name] = values
+                    del self._later[name]
         return self._columns[name]
 
     def __iter__(self) -> Iterator[str]:

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import io
 import json
+import os
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Iterator
 
 import numpy as np
@@ -28,11 +31,13 @@ FORMATS = ("column", "csv", "json", "xlsx", "py")
 
 CHUNK_ROWS = 1 << 15  # the smallest piece of CSV formatted and written at a time (bounded memory)
 PIECES = 32  # a piece is a 32nd of the rows, from CHUNK_ROWS to 8 x CHUNK_ROWS: memory in proportion to the result
+FORMATTERS = min(os.cpu_count() or 1, 2)  # pieces of CSV formatted at once (Arrow's kernels release the GIL)
 
 
-def piece_rows(rows: int) -> int:
-    """Rows of a piece of CSV: fewer, less memory; more, less work per row (per-piece steps)."""
-    return min(max(CHUNK_ROWS, rows // PIECES), 8 * CHUNK_ROWS)
+def piece_rows(rows: int, formatters: int = 1) -> int:
+    """Rows of a piece of CSV: fewer, less memory; more, less work per row (per-piece steps).
+    Pieces formatted at once are each as much smaller, so that the rows in memory stay the same."""
+    return max(min(max(CHUNK_ROWS, rows // PIECES), 8 * CHUNK_ROWS) // formatters, 1)
 
 
 def _cell_columns(result: Result, decimals: int) -> list[pa.Array]:
@@ -42,11 +47,17 @@ def _cell_columns(result: Result, decimals: int) -> list[pa.Array]:
 def csv_parts(result: Result, decimals: int = 1) -> Iterator[bytes | memoryview]:
     """Header ``Row#,<columns>,``; text always quoted, numbers never; each line ends with ','."""
     yield (",".join(["Row#"] + [c.name for c in result.columns]) + ",\n").encode("utf-8")
-    step = piece_rows(result.rows)
+    step = piece_rows(result.rows, FORMATTERS)
     parts = segments(result, decimals)
     release_memory()  # what the rule freed: Arrow's allocator would keep it (the pieces reuse what they free)
-    for start in range(0, result.rows, step):
-        yield csv_lines(result, parts, start, min(start + step, result.rows), decimals)
+    with ThreadPoolExecutor(FORMATTERS) as formatters:  # the pieces made side by side, given in order
+        pending: deque[Future[memoryview]] = deque()
+        for start in range(0, result.rows, step):
+            pending.append(formatters.submit(csv_lines, result, parts, start, min(start + step, result.rows), decimals))
+            if len(pending) == FORMATTERS:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
 
 
 def to_csv(result: Result, decimals: int = 1) -> str:
