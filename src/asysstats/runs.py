@@ -3,6 +3,7 @@ output (console, file or command), as ``asys stats`` and ``asys analyze`` do."""
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Sequence
 
@@ -11,7 +12,7 @@ import click
 from asysstats.arguments import parse_format
 from asysstats.engine import Inputs, Settings
 from asysstats.errors import AsysError, MissingData
-from asysstats.io.outputs import CONSOLE, deliver, destination
+from asysstats.io.outputs import CONSOLE, FILE, deliver, destination
 from asysstats.io.report import open_report
 from asysstats.io.writers import render_parts
 from asysstats.many.session import ManyOptions, close_reports, open_reports
@@ -68,7 +69,8 @@ def run_opened(opened, rules, parsed, fmts, outs, force, settings, default_set, 
             content = render_parts(result, shown, decimals)
             if dest.kind == CONSOLE and shown == "column" and (len(rules) > 1 or default_set or several):
                 deliver(f"\n** {rule.title} ({rule.name}){f' - {report.path}' if several else ''}:\n\n", dest, force)
-            deliver(content, dest, force)
+            with progress(f"writing {dest.target}") if dest.kind == FILE else nullcontext():  # a trace: seconds
+                deliver(content, dest, force)
     for note in dict.fromkeys(note for side in used for note in side.notes):
         click.echo(f"note: {note}", err=True)
 
