@@ -108,7 +108,7 @@ def table_bytes(report: Path, logical: str) -> tuple[int, int]:
         rows = int(opened.scalar(table, f'SELECT count(*) FROM "{table}"') or 0)
         present = set(opened.table_columns(table))
         for col in spec.columns:
-            source = next((s for s in col.physical() if s in present), None)
+            source = col.source(present)
             text = 0
             if col.kind == "text" and source:
                 text = 4 * rows + int(opened.scalar(

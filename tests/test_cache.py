@@ -310,7 +310,7 @@ def test_the_range_build_frees_the_events_text_before_it_stores_the_ranges(tmp_p
     shutil.copyfile(SAMPLE, path)
     report = open_report(path)
     loaded, freed = {}, []
-    load, store = report.load, report._store
+    load, store = report.load, report._column_cache.put_table
 
     def watched_load(logical, columns=()):
         table = load(logical, columns)
@@ -318,12 +318,12 @@ def test_the_range_build_frees_the_events_text_before_it_stores_the_ranges(tmp_p
             loaded.update((name, weakref.ref(table[name])) for name in ("text", "textId", "domainId"))
         return table
 
-    def watched_store(table, columns, text):
+    def watched_store(table, columns, text, strings):
         freed.append({name: ref() is None for name, ref in loaded.items()})
-        return store(table, columns, text)
+        return store(table, columns, text, strings)
 
     monkeypatch.setattr(report, "load", watched_load)
-    monkeypatch.setattr(report, "_store", watched_store)
+    monkeypatch.setattr(report._column_cache, "put_table", watched_store)
     assert len(hgtx.all_ranges(report)["name"]) > 0
     assert freed and freed[0] == {"text": True, "textId": True, "domainId": True}
     report.close()

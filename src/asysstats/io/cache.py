@@ -19,7 +19,7 @@ import os
 import shutil
 from pathlib import Path
 
-from typing import Sequence
+from typing import Iterable, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -145,10 +145,12 @@ class ColumnCache:
         frame = pa.table({"keys": joined}).replace_schema_metadata({"digest": digest})
         self._write(self._keys_file(table, column), frame)
 
-    def put_table(self, table: str, columns: dict[str, np.ndarray], text: Sequence[str], strings: StringPool) -> None:
-        """Store numpy columns; the ``text`` columns hold string ids and are stored as text."""
-        for name, values in columns.items():
-            self.put_column(table, name, values, name in text, strings)
+    def put_table(self, table: str, columns: Iterable[tuple[str, np.ndarray]], text: Sequence[str],
+                  strings: StringPool) -> dict[str, np.ndarray]:
+        """Store numpy columns one at a time as they come; the ``text`` columns hold string ids and
+        are stored as text. The columns not stored (a read-only cache folder)."""
+        return {name: values for name, values in columns
+                if not self.put_column(table, name, values, name in text, strings)}
 
     def get_table(self, table: str, columns: dict[str, np.dtype], text: Sequence[str],
                   strings: StringPool) -> dict[str, np.ndarray] | None:

@@ -36,7 +36,7 @@ def store(cache: ColumnCache, tables: dict[str, Table], metadata: dict[str, Any]
     """Write the tables (schema columns only), then the meta entry that marks them complete."""
     for logical, table in tables.items():
         columns = {c.name: table[c.name] for c in TABLES[logical].columns if c.name in table}
-        cache.put_table(f"{PREFIX}.{logical}", columns, text_columns(logical), strings)
+        cache.put_table(f"{PREFIX}.{logical}", columns.items(), text_columns(logical), strings)
     cache.put(META, "metadata", pa.chunked_array([from_texts([json.dumps(metadata)])]))
     cache.put(META, "unlinked", pa.chunked_array([from_numpy(np.array([unlinked], np.int64))]))
     cache.put(META, "tables", pa.chunked_array([from_texts(list(tables))]))

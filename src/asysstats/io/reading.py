@@ -86,7 +86,7 @@ class TableReader:
         present = set(self.table_columns(table))
         select = []
         for col in cols:
-            source = next((s for s in col.physical() if s in present), None)
+            source = col.source(present)
             if source is None and col.required:
                 raise AsysError(f"{self.path}: table {table} has no column {col.physical()[0]}")
             select.append(f'"{source}"' if source else "NULL")

@@ -154,23 +154,16 @@ class Report:
         if found is None or len(found) != len(columns):
             with self.transient():
                 built = build()
-                kept = self._store(table, ((c, built[c]) for c in columns if c not in text), text)
+                kept = self._column_cache.put_table(table, ((c, built[c]) for c in columns if c not in text), text,
+                                                    self.strings)
                 texts = {c: built[c] for c in columns if c in text}
                 del built
-            self._store(table, texts.items(), text)
+            self._column_cache.put_table(table, texts.items(), text, self.strings)
             kept |= texts  # the ids at hand: not read back and interned again
             numbers = {c: t for c, t in types.items() if c not in text}
             found = {**(self._column_cache.get_table(table, numbers, (), self.strings) or {}), **kept}
             release_memory()
         return EventTable(found)
-
-    def _store(self, table: str, columns: Iterable[tuple[str, np.ndarray]], text: Sequence[str]) -> dict[str, np.ndarray]:
-        """Store derived columns one at a time; those not stored (a read-only cache folder)."""
-        kept = {}
-        for name, values in columns:
-            if not self._column_cache.put_column(table, name, values, name in text, self.strings):  # type: ignore[union-attr]
-                kept[name] = values
-        return kept
 
     @contextlib.contextmanager
     def transient(self) -> Iterator[None]:

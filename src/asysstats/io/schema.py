@@ -12,6 +12,7 @@ loaded column is numeric.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Collection
 
 ASYSREP = "asysrep"
 NSYS = "nsys"
@@ -30,6 +31,10 @@ class Col:
 
     def physical(self) -> tuple[str, ...]:
         return self.sources or (self.name,)
+
+    def source(self, present: Collection[str]) -> str | None:
+        """The first of the column's physical names that a table with columns ``present`` has."""
+        return next((s for s in self.physical() if s in present), None)
 
 
 @dataclass(frozen=True)
