@@ -4,6 +4,7 @@ identical and unsorted inputs are all within the generated space)."""
 from __future__ import annotations
 
 import statistics
+import tracemalloc
 
 import numpy as np
 import pytest
@@ -121,13 +122,46 @@ def test_narrowed_codes_take_the_narrowest_type():
 
 
 @SETTINGS
-@given(st.lists(st.tuples(st.integers(0, 3), st.integers(-2, 2), id_values), max_size=40))
-def test_dense_group_ids_number_key_tuples_in_order(rows):
-    keys = [np.array([r[i] for r in rows], dtype=np.int64) for i in range(3)]
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(-2, 2), id_values), max_size=40),
+       st.tuples(*[st.sampled_from(["array", "coded", "float"])] * 2, st.sampled_from(["array", "coded"])))  # ids: no float
+def test_dense_group_ids_number_key_tuples_in_order(rows, forms):
+    columns = [np.array([r[i] for r in rows], dtype=np.int64) for i in range(3)]
+    keys = [Coded.of(c) if form == "coded" else c.astype(np.float64) if form == "float" else c
+            for c, form in zip(columns, forms)]
     gid, values = grouped.dense_group_ids(keys)
     tuples = sorted(set(rows))
     assert list(zip(*[v.tolist() for v in values])) == tuples
-    assert gid.tolist() == [tuples.index(r) for r in rows]
+    assert gid.dtype == np.int64 and gid.tolist() == [tuples.index(r) for r in rows]
+    assert [c.tolist() for c in columns] == [[r[i] for r in rows] for i in range(3)]  # keys left as they were
+
+
+def test_grouping_by_six_keys_holds_few_arrays_of_a_value_per_row():
+    rows = 400_000
+    group = np.random.default_rng(3).integers(0, 2000, rows)
+    keys = [group % 40 * 7, 1000 + group % 8, group // 250, 5000 + group % 16, group % 32, group % 2]
+    values = group * 3 + 100
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        groups, stats = grouped.grouped_stats(keys, values)
+        peak = tracemalloc.get_traced_memory()[1] - before
+    finally:
+        tracemalloc.stop()
+    assert groups.count == len(np.unique(np.stack(keys, axis=1), axis=0)) and stats["count"].sum() == rows
+    assert peak < 4 * 8 * rows  # a code per row of every key at once, in int64, was 8.5 such arrays
+
+
+@SETTINGS
+@given(st.lists(st.tuples(st.integers(0, 6), st.integers(-50, 10 ** 6)), min_size=1, max_size=60),
+       st.integers(1, 9))
+def test_deviations_made_a_few_rows_at_a_time_give_the_stddev_of_each_group(rows, block):
+    keys = np.array([r[0] for r in rows], dtype=np.int64)
+    values = np.array([r[1] for r in rows], dtype=np.int64)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(grouped, "DEVIATION_ROWS", block)  # blocks that start and end inside groups
+        groups, stats = grouped.grouped_stats([keys], values)
+    for i, key in enumerate(groups.keys[0].tolist()):
+        assert np.isclose(stats["std"][i], statistics.pstdev([v for k, v in rows if k == key]), rtol=1e-12, atol=1e-6)
 
 
 @SETTINGS

@@ -90,6 +90,8 @@ def test_interning_gives_the_ids_of_the_dictionary_pool(ops, encoded):
     assert pool.lookup(canonical).tolist() == expected
     assert len(set(canonical.tolist())) == len(set(expected))  # one id per text
     assert all(c == known[e] for c, e in zip(canonical.tolist(), expected) if e in known)
+    coded = pool.canonical_coded(ids)
+    assert coded.values.tolist() == sorted(set(canonical.tolist()))  # distinct, ascending: a Coded's values
     by_text = sorted(range(len(ids)), key=lambda i: (expected[i] is not None, expected[i] or ""))
     rank = pool.sort_rank(ids)
     assert [expected[i] for i in np.argsort(rank, kind="stable")] == [expected[i] for i in by_text]

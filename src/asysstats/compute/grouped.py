@@ -76,23 +76,41 @@ def group_by(keys: Sequence[np.ndarray], values: np.ndarray | None = None) -> Gr
     return Groups(bounds, tuple(k[order[starts]] for k in keys), order)
 
 
+DEVIATION_ROWS = 1 << 18  # rows of :func:`squared_deviations` at a time
 LARGE = 1 << 40  # groups of values this large are summarised about their minimum: float64 keeps the deviations
 Key = np.ndarray | Coded  # a key column: per-row values, or coded
 
 
 def dense_group_ids(keys: Sequence[Key]) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
-    """A dense id per row, numbered in the lexicographic order of the key tuples, and the
-    key values of each id. A :class:`~asysstats.compute.distinct.Coded` key is used as coded."""
-    coded = [k if isinstance(k, Coded) else Coded.of(k) if np.asarray(k).dtype.kind in "iu"
-             else Coded(*np.unique(k, return_inverse=True)) for k in keys]
-    if len(coded) == 1:
-        return coded[0].codes.reshape(-1), (coded[0].values,)
-    gid = np.zeros(len(coded[0].codes), dtype=np.int64)
-    for key in coded:  # after each key the ids are renumbered densely, so they stay below the row count
-        gid = distinct(gid * len(key.values) + key.codes.reshape(-1))[1]
+    """A dense id per row (int64), numbered in the lexicographic order of the key tuples, and
+    the key values of each id. A :class:`~asysstats.compute.distinct.Coded` key is used as
+    coded; the others are coded one at a time, as they are folded in (several keys: in the
+    narrowest integer type), so that one key's codes are in memory at once."""
+    first, *rest = keys
+    gid = key_coded(first, narrow=False).codes.reshape(-1)
+    if rest and isinstance(first, Coded):
+        gid = gid.astype(np.int64)  # a copy of its own: the other keys are folded into it in place
+    gid = gid.astype(np.int64, copy=False)
+    for key in rest:  # after each key the ids are renumbered densely, so they stay below the row count
+        coded = key_coded(key, narrow=True)
+        gid *= len(coded.values)
+        gid += coded.codes.reshape(-1)
+        del coded
+        gid = distinct(gid)[1]
     row = np.zeros(int(gid.max()) + 1 if len(gid) else 0, dtype=np.int64)
     row[gid] = np.arange(len(gid))  # any row of a group: all its rows hold the same keys
-    return gid, tuple(key.values[key.codes[row]] for key in coded)
+    return gid, tuple(key[row] if isinstance(key, Coded) else np.asarray(key)[row] for key in keys)
+
+
+def key_coded(key: Key, narrow: bool) -> Coded:
+    """A key column as coded (integer codes ``narrow`` as :func:`~asysstats.compute.distinct.distinct`
+    makes them; a key of other values by :func:`numpy.unique`)."""
+    if isinstance(key, Coded):
+        return key
+    if np.asarray(key).dtype.kind in "iu":
+        return Coded(*distinct(key, narrow))
+    values, codes = np.unique(key, return_inverse=True)
+    return Coded(values, codes)
 
 
 def grouped_stats(keys: Sequence[Key], values: np.ndarray) -> tuple[Groups, dict[str, np.ndarray]]:
@@ -135,7 +153,8 @@ def stats_of_sorted(groups: Groups, values: np.ndarray) -> dict[str, np.ndarray]
 
 
 def stats_of_ordered(bounds: np.ndarray, ordered: np.ndarray) -> dict[str, np.ndarray]:
-    """Statistics of consecutive groups ``ordered[bounds[i]:bounds[i+1]]``, each sorted."""
+    """Statistics of consecutive groups ``ordered[bounds[i]:bounds[i+1]]``, each sorted.
+    ``ordered`` is the caller's scratch: the squared deviations are written over it."""
     size = np.diff(bounds)
     if len(size) == 0:
         empty_f = np.empty(0, dtype=np.float64)
@@ -148,11 +167,22 @@ def stats_of_ordered(bounds: np.ndarray, ordered: np.ndarray) -> dict[str, np.nd
     total = np.add.reduceat(ordered, lo)
     mean = total / size
     median = (ordered[lo + (size - 1) // 2].astype(np.float64) + ordered[lo + size // 2].astype(np.float64)) / 2.0
-    deviation = np.repeat(mean, size)
-    np.subtract(ordered, deviation, out=deviation)
-    std = np.sqrt(np.add.reduceat(np.square(deviation, out=deviation), lo) / size)
-    return {"count": size, "sum": total, "mean": mean, "median": median,
-            "min": ordered[lo], "max": ordered[hi], "std": std}
+    low, high = ordered[lo], ordered[hi]
+    std = np.sqrt(np.add.reduceat(squared_deviations(ordered, mean, bounds), lo) / size)
+    return {"count": size, "sum": total, "mean": mean, "median": median, "min": low, "max": high, "std": std}
+
+
+def squared_deviations(ordered: np.ndarray, mean: np.ndarray, bounds: np.ndarray) -> np.ndarray:
+    """``(value - mean of its group) ** 2`` per row of :func:`stats_of_ordered`'s groups, float64,
+    written over ``ordered`` when its values are 8 bytes. The mean of each row is made for
+    ``DEVIATION_ROWS`` rows at a time: no fresh array of a mean per row, whose pages cost."""
+    out = ordered.view(np.float64) if ordered.dtype.itemsize == 8 else np.empty(len(ordered))
+    for start in range(0, len(ordered), DEVIATION_ROWS):
+        stop = min(start + DEVIATION_ROWS, len(ordered))
+        first, last = np.searchsorted(bounds, start, "right") - 1, np.searchsorted(bounds, stop, "left")
+        rows = np.minimum(bounds[first + 1:last + 1], stop) - np.maximum(bounds[first:last], start)
+        np.subtract(ordered[start:stop], np.repeat(mean[first:last], rows), out=out[start:stop])
+    return np.square(out, out=out)
 
 
 def offset(stats: dict[str, np.ndarray], base: int | np.ndarray) -> dict[str, np.ndarray]:

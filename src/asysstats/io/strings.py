@@ -236,13 +236,18 @@ class StringPool:
         return self.map_coded(ids, fn).rows()
 
     def canonical(self, ids: np.ndarray) -> np.ndarray:
-        """Per-row ids where equal strings share one id (the report may repeat a value; a
-        derived id is always its string's)."""
-        uniq, inverse = distinct(ids)
+        """Per-row ids where equal strings share one id (:meth:`canonical_coded`)."""
+        return self.canonical_coded(ids).rows()
+
+    def canonical_coded(self, ids: np.ndarray) -> Coded:
+        """Ids where equal strings share one id (the report may repeat a value; a derived id
+        is always its string's), coded: a code per row, as narrow as the count of ids allows."""
+        uniq, codes = distinct(ids, narrow=True)
+        canonical = uniq.copy()
         report = np.flatnonzero((uniq >= 0) & (uniq < DERIVED_BASE))
         if len(report):
-            uniq[report] = self.intern(self.lookup(uniq[report]))
-        return uniq[inverse]
+            canonical[report] = self.intern(self.lookup(uniq[report]))
+        return Coded(uniq, codes).mapped(canonical)
 
     def lookup(self, ids: np.ndarray) -> np.ndarray:
         """Object array of the strings (``None`` for a missing id), for work per string."""

@@ -12,7 +12,7 @@ import numpy as np
 
 from asysstats.compute.distinct import distinct
 from asysstats.compute.grouped import group_by
-from asysstats.engine import Inputs
+from asysstats.engine import Gathered, Inputs
 from asysstats.io.tables import NA
 from asysstats.regexes import search
 from asysstats.registry import DECIMAL, DEVICE, INT, ROWS, TEXT, Column, Option, Rule
@@ -58,9 +58,8 @@ def metric_trace(inputs: Inputs, options: Mapping[str, Any]) -> dict:
         samples, names, units, durations = samples.take(keep), names[keep], units[keep], durations[keep]
     rank = inputs.strings.sort_rank(names)
     order = np.lexsort((samples["metricId"], samples["deviceId"], rank, samples["start"]))
-    return dict(zip((c.name for c in COLUMNS), (
-        samples["deviceId"][order], samples["start"][order], durations[order], names[order],
-        samples["value"][order], units[order])))
+    return dict(zip((c.name for c in COLUMNS), (Gathered(values, order) for values in (
+        samples["deviceId"], samples["start"], durations, names, samples["value"], units))))
 
 
 METRIC_TRACE = Rule(

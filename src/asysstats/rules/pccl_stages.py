@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+import numpy as np
+
 from asysstats.engine import Inputs
 from asysstats.registry import INT, ROWS, TEXT, Column, Rule
 from asysstats.rules.summary import stat_cells, summarize
@@ -32,15 +34,17 @@ def stage_sum(inputs: Inputs, options: Mapping[str, Any]) -> dict:
     stages = inputs.table("pccl_stages", ("start", "end", "globalTid", "deviceId", "channelId", "channelType",
                                           "stageNameId"))
     pool = inputs.strings
-    channel_type = pool.canonical(stages["channelType"])
-    names = pool.canonical(stages["stageNameId"])
-    keys = [names, stages["pid"], stages["deviceId"], stages["tid"], stages["channelId"],
-            pool.sort_rank(channel_type)]  # ties: name, then the keys in column order
+    channel_type = pool.canonical_coded(stages["channelType"])
+    type_rank = pool.sort_rank(channel_type.values)  # distinct texts: one rank each, 0 to n - 1
+    type_of_rank = np.empty_like(channel_type.values)
+    type_of_rank[type_rank] = channel_type.values
+    keys = [pool.canonical_coded(stages["stageNameId"]), stages["pid"], stages["deviceId"], stages["tid"],
+            stages["channelId"], channel_type.mapped(type_rank)]  # ties: name, then the keys in column order
     groups, stats, order = summarize(pool, keys, stages["end"] - stages["start"], 0)
     frame = stat_cells(STAT_COLUMNS, stats, order)
-    name, pid, device, tid, channel, _ = (k[order] for k in groups.keys)
+    name, pid, device, tid, channel, rank = (k[order] for k in groups.keys)
     return {"PID": pid, "Device ID": device, "TID": tid, "Channel ID": channel,
-            "Channel Type": groups.first(channel_type)[order], "Name": name, **frame}
+            "Channel Type": type_of_rank[rank], "Name": name, **frame}
 
 
 STAGE_SUM = Rule(
