@@ -123,7 +123,8 @@ def test_narrowed_codes_take_the_narrowest_type():
 
 @SETTINGS
 @given(st.lists(st.tuples(st.integers(0, 3), st.integers(-2, 2), id_values), max_size=40),
-       st.tuples(*[st.sampled_from(["array", "coded", "float"])] * 2, st.sampled_from(["array", "coded"])))  # ids: no float
+       st.tuples(*[st.sampled_from(["array", "coded", "float"])] * 2,
+                 st.sampled_from(["array", "coded"])))  # ids beyond 2 ** 53 are not floats
 def test_dense_group_ids_number_key_tuples_in_order(rows, forms):
     columns = [np.array([r[i] for r in rows], dtype=np.int64) for i in range(3)]
     keys = [Coded.of(c) if form == "coded" else c.astype(np.float64) if form == "float" else c
