@@ -21,13 +21,15 @@ class Groups:
 
     ``order`` may be computed lazily: the fast path of :func:`grouped_stats` needs only a
     sort of packed keys, and the permutation is built the first time someone asks for it.
+    That path also knows each row's group (``labels``), which then needs no permutation.
     """
 
     def __init__(self, bounds: np.ndarray, keys: tuple[np.ndarray, ...],
-                 order: np.ndarray | Callable[[], np.ndarray]) -> None:
+                 order: np.ndarray | Callable[[], np.ndarray], labels: np.ndarray | None = None) -> None:
         self.bounds = bounds  # start offset of each group in sorted order, plus len at the end
         self.keys = keys  # one value per group for each key
         self._order = order
+        self._labels = labels
 
     @functools.cached_property
     def order(self) -> np.ndarray:
@@ -42,7 +44,9 @@ class Groups:
         return len(self.bounds) - 1
 
     def label(self) -> np.ndarray:
-        """Group number of every input row."""
+        """Group number of every input row (not to be written to: it may be shared)."""
+        if self._labels is not None:
+            return self._labels
         labels = np.empty(len(self.order), dtype=np.int64)
         labels[self.order] = np.repeat(np.arange(self.count), self.size)
         return labels
@@ -135,7 +139,7 @@ def grouped_stats(keys: Sequence[Key], values: np.ndarray) -> tuple[Groups, dict
             bounds = np.searchsorted(ordered, np.arange(len(key_values[0]) + 1, dtype=np.int64) << shift)
             ordered &= (1 << shift) - 1
             stats = offset(stats_of_ordered(bounds, ordered), low) if low else stats_of_ordered(bounds, ordered)
-            return Groups(bounds, key_values, functools.partial(packed_order, gid, values, shift)), stats
+            return Groups(bounds, key_values, functools.partial(packed_order, gid, values, shift), gid), stats
     groups = group_by([k.rows() if isinstance(k, Coded) else k for k in keys], values)
     return groups, stats_of_sorted(groups, values)
 
