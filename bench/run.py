@@ -1,6 +1,6 @@
 """Benchmark of every rule on a scaled sample report, against SQLite's own scan.
 
-    python bench/run.py [--scale N | --kernels N] [--rules a,b] [--cold-only]
+    python bench/run.py [--scale N | --kernels N] [--rules a,b] [--cold-only] [--repeat N]
 
 Generates (and caches in bench/out/) ``asys sample --scale N`` (or, with ``--kernels N``, a
 report of N kernels alone), times SQLite's C aggregate scan of each table a rule reads (the
@@ -10,8 +10,10 @@ peak memory (RSS of the process, also less the RSS of a process that only starts
 cold run, one that also loads the SQLite reader — whose seconds the header gives and the warm
 seconds also appear without) against the size of the columns of the tables the rule reads
 (inline text by its bytes; also with every value at 8 bytes, as runs before the eighth session
-measured). Each run writes a fresh output file. Writes the table to bench/out/run_<report>.md
-as well.
+measured). Each run writes a fresh output file. ``--repeat N`` measures each rule in N rounds
+and keeps the best seconds of the scan, the cold and the warm run (on a shared machine, the
+runs least slowed by others) and the largest RSS. Writes the table to
+bench/out/run_<report>.md as well.
 """
 
 from __future__ import annotations
@@ -77,6 +79,11 @@ def run_rule(rule: str, command: str, report: Path, cache: Path, out: Path) -> t
     return seconds, usage.ru_maxrss * 1024
 
 
+def best(runs: list[tuple[float, int]]) -> tuple[float, int]:
+    """The fewest seconds and the largest RSS of repeated runs."""
+    return min(seconds for seconds, _ in runs), max(rss for _, rss in runs)
+
+
 def startup(modules: str = "asysstats.cli, pyarrow.ipc") -> tuple[float, int]:
     """Wall seconds (best of 3) and peak RSS (bytes) of a process that only imports ``modules``:
     by default the CLI (Python, numpy, pyarrow, click), the floor of every run; a cold run
@@ -126,6 +133,8 @@ def main() -> None:
     parser.add_argument("--kernels", type=int, default=0, help="a report of this many kernels alone")
     parser.add_argument("--rules", default="")
     parser.add_argument("--cold-only", action="store_true", help="skip the warm runs (very large reports)")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="rounds of scan, cold and warm run per rule: the best seconds of each, the largest RSS")
     args = parser.parse_args()
     report = kernel_report(args.kernels) if args.kernels else sample(args.scale)
     rules = [r for r in REGISTRY if r.reports == 1 and (not args.rules or r.name in args.rules.split(","))]
@@ -141,13 +150,16 @@ def main() -> None:
         out = Path(temp)
         for rule in rules:
             tables = [t for t in rule.reads if t in TABLES]
-            scan = scan_seconds(report, tables)
             cache = out / f"cache-{rule.name}"
+            scans, colds, warms = [], [], []
+            for _ in range(max(args.repeat, 1)):  # interleaved: a slower spell of the machine hits all three
+                shutil.rmtree(cache, ignore_errors=True)
+                scans.append(scan_seconds(report, tables))
+                colds.append(run_rule(rule.name, rule.command, report, cache, out))
+                warms.append((float("nan"), 0) if args.cold_only else
+                             run_rule(rule.name, rule.command, report, cache, out))
             shutil.rmtree(cache, ignore_errors=True)
-            cold, cold_rss = run_rule(rule.name, rule.command, report, cache, out)
-            warm, warm_rss = (float("nan"), 0) if args.cold_only else \
-                run_rule(rule.name, rule.command, report, cache, out)
-            shutil.rmtree(cache, ignore_errors=True)
+            scan, (cold, cold_rss), (warm, warm_rss) = min(scans), best(colds), best(warms)
             rss = max(cold_rss, warm_rss)
             over = max(cold_rss - cold_base, warm_rss - base)  # each run less the start-up it shares with any run
             columns, flat = (max(size, 1) for size in loaded_bytes(report, tables))
