@@ -92,14 +92,12 @@ def dense_group_ids(keys: Sequence[Key]) -> tuple[np.ndarray, tuple[np.ndarray, 
     narrowest integer type), so that one key's codes are in memory at once."""
     first, *rest = keys
     gid = key_coded(first, narrow=False).codes.reshape(-1)
-    if rest and isinstance(first, Coded):
-        gid = gid.astype(np.int64)  # a copy of its own: the other keys are folded into it in place
-    gid = gid.astype(np.int64, copy=False)
+    gid = gid.astype(np.int64, copy=bool(rest) and isinstance(first, Coded))  # the other keys fold into our own
     for key in rest:  # after each key the ids are renumbered densely, so they stay below the row count
         coded = key_coded(key, narrow=True)
         gid *= len(coded.values)
         gid += coded.codes.reshape(-1)
-        del coded
+        del coded  # its codes go before the renumbering allocates
         gid = distinct(gid)[1]
     row = np.zeros(int(gid.max()) + 1 if len(gid) else 0, dtype=np.int64)
     row[gid] = np.arange(len(gid))  # any row of a group: all its rows hold the same keys
