@@ -10,13 +10,13 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from asysstats.compute.distinct import distinct
+from asysstats.compute.distinct import distinct, narrowed
 from asysstats.compute.grouped import group_by
 from asysstats.engine import Gathered, Inputs
 from asysstats.io.tables import NA
 from asysstats.regexes import search
 from asysstats.registry import DECIMAL, DEVICE, INT, ROWS, TEXT, Column, Option, Rule
-from asysstats.rules.activity import row_index, take_or_na
+from asysstats.rules.activity import row_index
 from asysstats.rules.kernels import on_devices
 
 METRICS = Option("metrics", "regex", "Only metrics whose name matches this regular expression (default: all).")
@@ -46,20 +46,24 @@ def sample_durations(samples) -> np.ndarray:
 def metric_trace(inputs: Inputs, options: Mapping[str, Any]) -> dict:
     samples = on_devices(inputs.table("metrics", ("deviceId", "start", "end", "metricId", "value")), options["device"])
     info = inputs.table("metric_info", ("metricId", "metricName", "unit"))
-    rows = row_index([info["metricId"]], [samples["metricId"]])
-    names = take_or_na(info["metricName"], rows, missing=-1)
-    units = take_or_na(info["unit"], rows, missing=-1)
+    slot = row_index([info["metricId"]], [samples["metricId"]])  # each sample's row of info, and
+    slot[slot < 0] = info.rows  # past them for a metric it lacks: its name and unit are missing (-1)
+    slot = narrowed(slot, info.rows + 1)
+    names, units = (np.append(info[column], -1) for column in ("metricName", "unit"))
     durations = sample_durations(samples)
     if options["metrics"] is not None:
         pattern, where = options["metrics"], "rule 'ppu_metric_trace': option 'metrics'"
         uniq = distinct(names)[0]
         chosen = [u for u, t in zip(uniq.tolist(), inputs.strings.lookup(uniq)) if t and search(pattern, t, where)]
-        keep = np.isin(names, np.asarray(chosen, dtype=np.int64))
-        samples, names, units, durations = samples.take(keep), names[keep], units[keep], durations[keep]
-    rank = inputs.strings.sort_rank(names)
+        keep = np.isin(names, np.asarray(chosen, dtype=np.int64))[slot]
+        samples, slot, durations = samples.take(keep), slot[keep], durations[keep]
+    rank = inputs.strings.sort_rank(names)[slot]
     order = np.lexsort((samples["metricId"], samples["deviceId"], rank, samples["start"]))
-    return dict(zip((c.name for c in COLUMNS), (Gathered(values, order) for values in (
-        samples["deviceId"], samples["start"], durations, names, samples["value"], units))))
+    del rank
+    info_rows = slot[order]  # names and units are gathered through each sample's row of info
+    return dict(zip((c.name for c in COLUMNS), (
+        Gathered(samples["deviceId"], order), Gathered(samples["start"], order), Gathered(durations, order),
+        Gathered(names, info_rows), Gathered(samples["value"], order), Gathered(units, info_rows))))
 
 
 METRIC_TRACE = Rule(
