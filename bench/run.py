@@ -85,18 +85,18 @@ def best(runs: list[tuple[float, int]]) -> tuple[float, int]:
 
 
 def startup(modules: str = "asysstats.cli, pyarrow.ipc") -> tuple[float, int]:
-    """Wall seconds (best of 3) and peak RSS (bytes) of a process that only imports ``modules``:
+    """Wall seconds and peak RSS (bytes; :func:`best` of three runs) of a process that only imports ``modules``:
     by default the CLI (Python, numpy, pyarrow, click), the floor of every run; a cold run
     also loads the SQLite reader, connectorx (its library alone is about 19 MB of RSS)."""
     env = dict(os.environ, PYTHONPYCACHEPREFIX=str(OUT / "pycache"))
     env.pop("PYTHONDONTWRITEBYTECODE", None)
-    best, rss = float("inf"), 0
+    runs = []
     for _ in range(3):
         begin = time.perf_counter()
         process = subprocess.Popen([sys.executable, "-c", f"import {modules}"], env=env)
         _, _, usage = os.wait4(process.pid, 0)
-        best, rss = min(best, time.perf_counter() - begin), usage.ru_maxrss * 1024
-    return best, rss
+        runs.append((time.perf_counter() - begin, usage.ru_maxrss * 1024))
+    return best(runs)
 
 
 def loaded_bytes(report: Path, tables: list[str]) -> tuple[int, int]:

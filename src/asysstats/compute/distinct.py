@@ -116,8 +116,9 @@ class Coded:
     codes: np.ndarray
 
     @classmethod
-    def of(cls, ids: np.ndarray) -> "Coded":
-        return cls(*distinct(ids))
+    def of(cls, ids: np.ndarray, narrow: bool = False) -> "Coded":
+        """An integer column coded (``narrow``: codes as :func:`distinct` narrows them)."""
+        return cls(*distinct(ids, narrow))
 
     def rows(self) -> np.ndarray:
         """The value of every row."""

@@ -105,14 +105,13 @@ def dense_group_ids(keys: Sequence[Key]) -> tuple[np.ndarray, tuple[np.ndarray, 
 
 
 def key_coded(key: Key, narrow: bool) -> Coded:
-    """A key column as coded (integer codes ``narrow`` as :func:`~asysstats.compute.distinct.distinct`
-    makes them; a key of other values by :func:`numpy.unique`)."""
+    """A key column as coded (integers by :meth:`Coded.of`, with ``narrow`` codes when asked;
+    other values by :func:`numpy.unique`)."""
     if isinstance(key, Coded):
         return key
     if np.asarray(key).dtype.kind in "iu":
-        return Coded(*distinct(key, narrow))
-    values, codes = np.unique(key, return_inverse=True)
-    return Coded(values, codes)
+        return Coded.of(key, narrow)
+    return Coded(*np.unique(key, return_inverse=True))
 
 
 def grouped_stats(keys: Sequence[Key], values: np.ndarray) -> tuple[Groups, dict[str, np.ndarray]]:

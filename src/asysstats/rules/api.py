@@ -68,7 +68,7 @@ def api_trace(inputs: Inputs, options: Mapping[str, Any]) -> dict:
     rank = inputs.strings.sort_rank(names.values)  # of each distinct name
     order = tie_order(calls["start"], lambda rows: (calls["correlationId"][rows], calls["tid"][rows],
                                                     calls["pid"][rows], calls["end"][rows], rank[names.codes[rows]]))
-    threads = Coded.of(calls["globalTid"]).narrow()
+    threads = Coded.of(calls["globalTid"], narrow=True)
     thread_labels = threads.mapped(thread_names(inputs)(threads.values))
     return dict(zip((c.name for c in TRACE_COLUMNS), (  # gathered in order as written: no sorted copies
         Gathered(calls["start"], order), Gathered(lambda rows: calls["end"][rows] - calls["start"][rows], order),

@@ -57,9 +57,8 @@ def metric_trace(inputs: Inputs, options: Mapping[str, Any]) -> dict:
         chosen = [u for u, t in zip(uniq.tolist(), inputs.strings.lookup(uniq)) if t and search(pattern, t, where)]
         keep = np.isin(names, np.asarray(chosen, dtype=np.int64))[slot]
         samples, slot, durations = samples.take(keep), slot[keep], durations[keep]
-    rank = inputs.strings.sort_rank(names)[slot]
-    order = np.lexsort((samples["metricId"], samples["deviceId"], rank, samples["start"]))
-    del rank
+    order = np.lexsort((samples["metricId"], samples["deviceId"], inputs.strings.sort_rank(names)[slot],
+                        samples["start"]))
     info_rows = slot[order]  # names and units are gathered through each sample's row of info
     return dict(zip((c.name for c in COLUMNS), (
         Gathered(samples["deviceId"], order), Gathered(samples["start"], order), Gathered(durations, order),
