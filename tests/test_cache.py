@@ -6,6 +6,7 @@ import gc
 import json
 import os
 import shutil
+import threading
 import time
 import weakref
 from concurrent.futures import ThreadPoolExecutor
@@ -18,7 +19,7 @@ import pyarrow.compute as pc
 from asysstats import hgtx
 from asysstats.engine import Inputs, run_rule
 from asysstats.errors import MissingData
-from asysstats.io import cache as cache_module, textindex
+from asysstats.io import cache as cache_module, reading, textindex
 from asysstats.io.arrow import from_numpy, from_texts, one_chunk, to_numpy
 from asysstats.io.cache import ColumnCache, cache_root
 from asysstats.io.report import open_report
@@ -120,6 +121,27 @@ def test_a_single_chunk_column_is_not_copied_when_read_or_cached():
     assert one_chunk(column).buffers()[1].address == column.chunk(0).buffers()[1].address
     assert one_chunk(pa.chunked_array([from_numpy(np.arange(3)), from_numpy(np.arange(2))])).to_pylist() == \
         [0, 1, 2, 0, 1]
+
+
+def test_a_table_read_in_slices_is_joined_and_stored_a_column_at_a_time_on_the_joining_threads(tmp_path, monkeypatch):
+    """Each column is given to the cache as it is made, on the threads that join the slices (the
+    main thread would leave a core idle): numbers in one chunk, text a dictionary per slice."""
+    monkeypatch.setattr(reading, "SLICE_ROWS", 4)
+    path = tmp_path / "r.asysrep"
+    writer = ReportWriter(path)
+    writer.add("hgtx", start=np.arange(30), end=np.arange(30) + 5, eventType=59, text=[f"r{i % 3}" for i in range(30)])
+    writer.close()
+    report = open_report(path)
+    stored = []
+    monkeypatch.setattr(ColumnCache, "put", lambda self, table, name, values, keys=None:
+                        stored.append((name, values.num_chunks, threading.get_ident())))
+    events = report.load("hgtx", ("end", "eventType", "text"))
+    assert events["end"].tolist() == list(range(5, 35))
+    assert list(report.strings.lookup(events["text"][:4])) == ["r0", "r1", "r2", "r0"]
+    report.close()
+    assert sorted(name for name, _, _ in stored) == ["end", "eventType", "text"]
+    assert {name: chunks for name, chunks, _ in stored} == {"end": 1, "eventType": 1, "text": 8}
+    assert threading.get_ident() not in {thread for _, _, thread in stored}
 
 
 def test_tables_loaded_inside_transient_are_loaded_anew_after_it(tmp_path):

@@ -14,7 +14,7 @@ import sqlite3
 import urllib.parse
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -25,6 +25,7 @@ from asysstats.io.memory import release_memory
 from asysstats.io.schema import Col
 
 SLICE_ROWS = 1 << 18  # a table of more rows is read in rowid slices of this many, on parallel threads
+JOINERS = min(os.cpu_count() or 1, 2)  # columns joined into one chunk and cached at once (both release the GIL)
 
 
 class TableReader:
@@ -51,9 +52,12 @@ class TableReader:
             self._columns[table] = [r[1] for r in self.query(table, f"PRAGMA table_info('{table}')")]
         return self._columns[table]
 
-    def read(self, table: str, cols: list[Col]) -> dict[str, pa.ChunkedArray]:
+    def read(self, table: str, cols: list[Col],
+             store: Callable[[str, pa.ChunkedArray], object] | None = None) -> dict[str, pa.ChunkedArray]:
         """The columns of ``table``: numbers in one chunk (the cache maps it without a copy),
-        text dictionary-encoded, a chunk per slice read."""
+        text dictionary-encoded, a chunk per slice read. ``store`` is given each column as it
+        is made (to cache it): the columns are joined and stored on two threads, which the read
+        slices would otherwise leave to one core, a column at a time."""
         query = self._select(table, cols)
         arrow = None
         if self._declared_in_utf8(table):  # else connectorx panics, its backtrace on stderr
@@ -65,11 +69,18 @@ class TableReader:
                 pass               # damage is pyo3's PanicException, not an Exception
         if arrow is None or arrow.num_columns != len(cols):
             arrow = self._read_sqlite3(table, query, cols)
-        columns = {}
-        for c in cols:  # the slices freed a column at a time
-            values = arrow.column(c.name)
-            columns[c.name] = values if c.kind == "text" else pa.chunked_array([one_chunk(values)])
-            arrow = arrow.drop_columns([c.name])
+        slices = {c.name: arrow.column(c.name) for c in cols}
+        del arrow
+
+        def made(col: Col) -> pa.ChunkedArray:
+            values = slices.pop(col.name)  # its slices freed once it is made
+            column = values if col.kind == "text" else pa.chunked_array([one_chunk(values)])
+            if store is not None:
+                store(col.name, column)
+            return column
+
+        with ThreadPoolExecutor(JOINERS) as pool:
+            columns = dict(zip((c.name for c in cols), pool.map(made, cols)))
         release_memory()  # what the reading threads freed (the slices' plain text): out of the peak of what follows
         return columns
 

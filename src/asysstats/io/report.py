@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import os
 import shutil
 import sqlite3
@@ -204,11 +205,8 @@ class Report:
         return EventTable({c.name: self._to_numpy(columns[c.name], c, table) for c in cols})
 
     def _read_and_cache(self, table: str, cols: list[Col]) -> dict[str, pa.ChunkedArray]:
-        columns = self._reader.read(table, cols)
-        if self._column_cache is not None:
-            for name, values in columns.items():
-                self._column_cache.put(table, name, values)
-        return columns
+        cache = self._column_cache
+        return self._reader.read(table, cols, None if cache is None else functools.partial(cache.put, table))
 
     def _cached(self, table: str, cols: list[Col]) -> dict[str, pa.ChunkedArray]:
         if self._column_cache is None:
