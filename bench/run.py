@@ -4,8 +4,9 @@
 
 Generates (and caches in bench/out/) ``asys sample --scale N`` (or, with ``--kernels N``, a
 report of N kernels alone), times SQLite's C aggregate scan of each table a rule reads (the
-floor for reading the data), then runs each rule as a whole ``asys`` process twice — cold
-(empty columnar cache) and warm (cache filled) — and prints seconds, ratios to the scan and
+floor for reading the data: over start/end, and over every column the rule's cold run read,
+the scan "of the same columns" of target 1), then runs each rule as a whole ``asys`` process
+twice — cold (empty columnar cache) and warm (cache filled) — and prints seconds, ratios to the scans and
 peak memory (RSS of the process, also less the RSS of a process that only starts up — for a
 cold run, one that also loads the SQLite reader — whose seconds the header gives and the warm
 seconds also appear without) against the size of the columns of the tables the rule reads
@@ -46,19 +47,43 @@ def sample(scale: int) -> Path:
     return path
 
 
-def scan_seconds(report: Path, tables: list[str]) -> float:
-    """SQLite's own aggregate over start/end of each physical table (no Python rows)."""
+def scan_seconds(report: Path, tables: list[str], read: dict[str, list[str]] | None = None) -> float:
+    """SQLite's own aggregate (no Python rows) over start/end of each physical table, or with
+    ``read`` over the columns a cold run read of each (:func:`read_columns`; ``total``, a sum that
+    cannot overflow; text by its length): the scan "of the same columns" of target 1."""
     con = sqlite3.connect(f"file:{report}?mode=ro", uri=True)
     opened = Report(report, cache=False)
-    begin = time.perf_counter()
+    queries = []
     for logical in tables:
         for table in opened.physical_tables(logical):
-            columns = [c for c in ("start", "end") if c in opened.table_columns(table)] or ["rowid"]
-            expr = ", ".join(f'sum("{c}"), min("{c}"), max("{c}")' for c in columns)
-            con.execute(f'SELECT count(*), {expr} FROM "{table}"').fetchall()
+            present = set(opened.table_columns(table))
+            if read is None:
+                columns = [c for c in ("start", "end") if c in present] or ["rowid"]
+                expr = ", ".join(f'sum("{c}"), min("{c}"), max("{c}")' for c in columns)
+            elif table in read:
+                cols = [TABLES[logical].column(name) for name in read[table]]
+                expr = ", ".join(f'total(length("{source}"))' if col.kind == "text" else f'total("{source}")'
+                                 for col in cols if (source := col.source(present))) or "0"
+            else:
+                continue
+            queries.append(f'SELECT count(*), {expr} FROM "{table}"')
+    begin = time.perf_counter()
+    for query in queries:
+        con.execute(query).fetchall()
     seconds = time.perf_counter() - begin
     con.close()
     return seconds
+
+
+def read_columns(cache: Path) -> dict[str, list[str]]:
+    """The columns a cold run read from SQLite, by physical table: the files of its cache entry
+    (``<table>.<column>.arrow``; neither derived tables nor the fingerprints of text)."""
+    read: dict[str, list[str]] = {}
+    for path in sorted(cache.glob("asysstats/*/*.arrow")):
+        table, _, column = path.stem.partition(".")
+        if not table.startswith("derived") and "." not in column:
+            read.setdefault(table, []).append(column)
+    return read
 
 
 def run_rule(rule: str, command: str, report: Path, cache: Path, out: Path) -> tuple[float, int]:
@@ -144,28 +169,32 @@ def main() -> None:
              f"start-up {floor:.2f} s and {base / 1e6:.0f} MB RSS ({cold_base / 1e6:.0f} MB with the SQLite reader "
              "a cold run loads)", "",
              "| rule | scan (s) | cold (s) | cold / scan | warm (s) | warm / scan | (warm − start-up) / scan "
+             "| scan of the columns read (s) | cold / that scan | warm / that scan "
              "| peak RSS (MB) | columns (MB) | RSS / columns | (RSS − start-up) / columns "
-             "| (RSS − start-up) / columns, text at 8 B a value |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| (RSS − start-up) / columns, text at 8 B a value |", "|---" * 15 + "|"]
     with tempfile.TemporaryDirectory() as temp:
         out = Path(temp)
         for rule in rules:
             tables = [t for t in rule.reads if t in TABLES]
             cache = out / f"cache-{rule.name}"
-            scans, colds, warms = [], [], []
-            for _ in range(max(args.repeat, 1)):  # interleaved: a slower spell of the machine hits all three
+            scans, column_scans, colds, warms = [], [], [], []
+            for _ in range(max(args.repeat, 1)):  # interleaved: a slower spell of the machine hits all of them
                 shutil.rmtree(cache, ignore_errors=True)
                 scans.append(scan_seconds(report, tables))
                 colds.append(run_rule(rule.name, rule.command, report, cache, out))
+                column_scans.append(scan_seconds(report, tables, read_columns(cache)))
                 warms.append((float("nan"), 0) if args.cold_only else
                              run_rule(rule.name, rule.command, report, cache, out))
             shutil.rmtree(cache, ignore_errors=True)
-            scan, (cold, cold_rss), (warm, warm_rss) = min(scans), best(colds), best(warms)
+            scan, column_scan = min(scans), max(min(column_scans), 1e-4)
+            (cold, cold_rss), (warm, warm_rss) = best(colds), best(warms)
             rss = max(cold_rss, warm_rss)
             over = max(cold_rss - cold_base, warm_rss - base)  # each run less the start-up it shares with any run
             columns, flat = (max(size, 1) for size in loaded_bytes(report, tables))
             lines.append(f"| {rule.name} | {scan:.2f} | {cold:.2f} | {cold / scan:.2f} | {warm:.2f} | "
-                         f"{warm / scan:.2f} | {(warm - floor) / scan:.2f} | {rss / 1e6:.0f} | {columns / 1e6:.0f} | "
-                         f"{rss / columns:.2f} | {over / columns:.2f} | {over / flat:.2f} |")
+                         f"{warm / scan:.2f} | {(warm - floor) / scan:.2f} | {column_scan:.2f} | "
+                         f"{cold / column_scan:.2f} | {warm / column_scan:.2f} | {rss / 1e6:.0f} | "
+                         f"{columns / 1e6:.0f} | {rss / columns:.2f} | {over / columns:.2f} | {over / flat:.2f} |")
             print(lines[-1], flush=True)
     (OUT / f"run_{report.stem}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines[:2]))
