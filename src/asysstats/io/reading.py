@@ -56,8 +56,8 @@ class TableReader:
              store: Callable[[str, pa.ChunkedArray], object] | None = None) -> dict[str, pa.ChunkedArray]:
         """The columns of ``table``: numbers in one chunk (the cache maps it without a copy),
         text dictionary-encoded, a chunk per slice read. ``store`` is given each column as it
-        is made (to cache it): the columns are joined and stored on two threads, which the read
-        slices would otherwise leave to one core, a column at a time."""
+        is made (to cache it). Columns are joined and stored two at a time, on threads: done one
+        at a time on the main thread, after the read, they left a core idle."""
         query = self._select(table, cols)
         arrow = None
         if self._declared_in_utf8(table):  # else connectorx panics, its backtrace on stderr
