@@ -29,9 +29,11 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Iterator
 
 from common import kernel_report
 
+from asysstats.io.cache import ColumnCache
 from asysstats.io.report import Report
 from asysstats.io.schema import TABLES
 from asysstats.rulebook import REGISTRY
@@ -47,26 +49,9 @@ def sample(scale: int) -> Path:
     return path
 
 
-def scan_seconds(report: Path, tables: list[str], read: dict[str, list[str]] | None = None) -> float:
-    """SQLite's own aggregate (no Python rows) over start/end of each physical table, or with
-    ``read`` over the columns a cold run read of each (:func:`read_columns`; ``total``, a sum that
-    cannot overflow; text by its length): the scan "of the same columns" of target 1."""
+def scan_seconds(report: Path, queries: list[str]) -> float:
+    """Seconds of SQLite's own aggregates (no Python rows): :func:`start_end_scans`, :func:`column_scans`."""
     con = sqlite3.connect(f"file:{report}?mode=ro", uri=True)
-    opened = Report(report, cache=False)
-    queries = []
-    for logical in tables:
-        for table in opened.physical_tables(logical):
-            present = set(opened.table_columns(table))
-            if read is None:
-                columns = [c for c in ("start", "end") if c in present] or ["rowid"]
-                expr = ", ".join(f'sum("{c}"), min("{c}"), max("{c}")' for c in columns)
-            elif table in read:
-                cols = [TABLES[logical].column(name) for name in read[table]]
-                expr = ", ".join(f'total(length("{source}"))' if col.kind == "text" else f'total("{source}")'
-                                 for col in cols if (source := col.source(present))) or "0"
-            else:
-                continue
-            queries.append(f'SELECT count(*), {expr} FROM "{table}"')
     begin = time.perf_counter()
     for query in queries:
         con.execute(query).fetchall()
@@ -75,15 +60,37 @@ def scan_seconds(report: Path, tables: list[str], read: dict[str, list[str]] | N
     return seconds
 
 
-def read_columns(cache: Path) -> dict[str, list[str]]:
-    """The columns a cold run read from SQLite, by physical table: the files of its cache entry
-    (``<table>.<column>.arrow``; neither derived tables nor the fingerprints of text)."""
-    read: dict[str, list[str]] = {}
-    for path in sorted(cache.glob("asysstats/*/*.arrow")):
-        table, _, column = path.stem.partition(".")
-        if not table.startswith("derived") and "." not in column:
-            read.setdefault(table, []).append(column)
-    return read
+def physical_tables(report: Path, tables: list[str]) -> Iterator[tuple[str, str, set[str]]]:
+    """(logical table, physical table, its columns) of each physical table of the logical ``tables``."""
+    opened = Report(report, cache=False)
+    for logical in tables:
+        for table in opened.physical_tables(logical):
+            yield logical, table, set(opened.table_columns(table))
+
+
+def start_end_scans(report: Path, tables: list[str]) -> list[str]:
+    """An aggregate over start/end of each physical table of the logical ``tables``."""
+    queries = []
+    for _, table, present in physical_tables(report, tables):
+        columns = [c for c in ("start", "end") if c in present] or ["rowid"]
+        expr = ", ".join(f'sum("{c}"), min("{c}"), max("{c}")' for c in columns)
+        queries.append(f'SELECT count(*), {expr} FROM "{table}"')
+    return queries
+
+
+def column_scans(report: Path, tables: list[str], cache: Path) -> list[str]:
+    """An aggregate over the columns a cold run read of each physical table of ``tables``, those
+    of its cache entry under ``cache`` (``total``, a sum that cannot overflow; text by its
+    length): the scan "of the same columns" of target 1."""
+    stored = ColumnCache(report, cache / "asysstats").stored()
+    queries = []
+    for logical, table, present in physical_tables(report, tables):
+        if table in stored:
+            cols = [TABLES[logical].column(name) for name in stored[table]]
+            expr = ", ".join(f'total(length("{source}"))' if col.kind == "text" else f'total("{source}")'
+                             for col in cols if (source := col.source(present))) or "0"
+            queries.append(f'SELECT count(*), {expr} FROM "{table}"')
+    return queries
 
 
 def run_rule(rule: str, command: str, report: Path, cache: Path, out: Path) -> tuple[float, int]:
@@ -177,16 +184,16 @@ def main() -> None:
         for rule in rules:
             tables = [t for t in rule.reads if t in TABLES]
             cache = out / f"cache-{rule.name}"
-            scans, column_scans, colds, warms = [], [], [], []
+            scans, columns_read, colds, warms = [], [], [], []
             for _ in range(max(args.repeat, 1)):  # interleaved: a slower spell of the machine hits all of them
                 shutil.rmtree(cache, ignore_errors=True)
-                scans.append(scan_seconds(report, tables))
+                scans.append(scan_seconds(report, start_end_scans(report, tables)))
                 colds.append(run_rule(rule.name, rule.command, report, cache, out))
-                column_scans.append(scan_seconds(report, tables, read_columns(cache)))
+                columns_read.append(scan_seconds(report, column_scans(report, tables, cache)))
                 warms.append((float("nan"), 0) if args.cold_only else
                              run_rule(rule.name, rule.command, report, cache, out))
             shutil.rmtree(cache, ignore_errors=True)
-            scan, column_scan = min(scans), max(min(column_scans), 1e-4)
+            scan, column_scan = min(scans), max(min(columns_read), 1e-4)
             (cold, cold_rss), (warm, warm_rss) = best(colds), best(warms)
             rss = max(cold_rss, warm_rss)
             over = max(cold_rss - cold_base, warm_rss - base)  # each run less the start-up it shares with any run

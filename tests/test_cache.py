@@ -144,6 +144,19 @@ def test_a_table_read_in_slices_is_joined_and_stored_a_column_at_a_time_on_the_j
     assert threading.get_ident() not in {thread for _, _, thread in stored}
 
 
+def test_the_stored_columns_are_listed_by_table_without_the_fingerprints_of_text(tmp_path):
+    path = tmp_path / "r.asysrep"
+    writer = ReportWriter(path)
+    writer.add("hgtx", start=[1, 2], end=[3, 4], eventType=59, text=["a", "b"])
+    writer.close()
+    report = open_report(path)
+    report.load("hgtx", ("start", "text"))
+    report.close()
+    entry = ColumnCache(path)
+    assert (entry.folder / "HGTX_EVENTS.text.fingerprints.arrow").exists()
+    assert entry.stored() == {"HGTX_EVENTS": ["start", "text"]}
+
+
 def test_tables_loaded_inside_transient_are_loaded_anew_after_it(tmp_path):
     """With a column cache, what a ``transient`` block loads is dropped at its end (mapped again
     when asked for); what was loaded before stays; without a cache every load stays."""

@@ -30,6 +30,7 @@ from asysstats.io.strings import StringPool
 from asysstats.io.textindex import KEY_FORMAT, fingerprints
 
 VERSION = 2
+KEYS_SUFFIX = ".fingerprints.arrow"  # the file of a text column's fingerprints, after its name
 
 
 def cache_root() -> Path:
@@ -67,7 +68,16 @@ class ColumnCache:
         return self.folder / f"{table}.{column}.arrow"
 
     def _keys_file(self, table: str, column: str) -> Path:
-        return self.folder / f"{table}.{column}.fingerprints.arrow"
+        return self.folder / f"{table}.{column}{KEYS_SUFFIX}"
+
+    def stored(self) -> dict[str, list[str]]:
+        """The names of the stored columns, by table (physical or derived), in name order."""
+        found: dict[str, list[str]] = {}
+        for path in sorted(self.folder.glob("*.arrow")):
+            table, _, column = path.stem.rpartition(".")
+            if table and not path.name.endswith(KEYS_SUFFIX):
+                found.setdefault(table, []).append(column)
+        return found
 
     def get(self, table: str, column: str) -> pa.ChunkedArray | None:
         """The cached column, memory-mapped; None when absent or unreadable (then deleted)."""
