@@ -65,8 +65,11 @@ def writer(tmp_path: Path):
     return ReportWriter(tmp_path / "report.asysrep")
 
 
+CORPUS_ABSENT = pytest.mark.skip(reason="../shared/corpus/nsys is absent")
+
+
 def corpus_params():
-    """One pytest param per Nsight corpus file (an empty, skipped list when absent)."""
+    """One pytest param per Nsight corpus file (one skipped param when absent)."""
     if not NSYS_FILES:
-        return [pytest.param(None, marks=pytest.mark.skip(reason="../shared/corpus/nsys is absent"))]
+        return [pytest.param(None, marks=CORPUS_ABSENT)]
     return [pytest.param(p, id=p.stem) for p in NSYS_FILES]

@@ -12,7 +12,7 @@ import pytest
 from asysstats.io.schema import TABLES
 from asysstats.rulebook import REGISTRY
 from asysstats.synth.writer import ENUMS, NSYS, ReportWriter
-from conftest import NSYS_FILES, corpus_params, fingerprint, run_cli
+from conftest import CORPUS_ABSENT, NSYS_FILES, fingerprint, run_cli
 
 PUSHPOP = 59
 PPU, GPU = "PPU-ZW810E", "NVIDIA H20"
@@ -279,9 +279,10 @@ def test_a_report_compared_with_itself(sample, rule):
 
 
 def corpus_pairs():
-    params = corpus_params()
+    """Each corpus file with the next one (one skipped pair when the corpus is absent: a param
+    holds a value per name, which pytest 9.2 checks even for a skipped one)."""
     if not NSYS_FILES:
-        return params
+        return [pytest.param(None, None, marks=CORPUS_ABSENT)]
     return [pytest.param(p, NSYS_FILES[(i + 1) % len(NSYS_FILES)], id=p.stem) for i, p in enumerate(NSYS_FILES)]
 
 
