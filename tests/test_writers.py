@@ -13,7 +13,8 @@ import pyarrow as pa
 import pytest
 
 from asysstats.engine import Result
-from asysstats.io.format import cells, quoted
+from asysstats.errors import AsysError
+from asysstats.io.format import cells, quoted, typed_column
 from asysstats.io.strings import StringPool
 from asysstats.io.tables import NA
 from asysstats.io import writers
@@ -66,6 +67,52 @@ def test_column_format_aligns():
     ]
 
 
+def many_rows(rows: int = 10) -> Result:
+    """A result whose widest cells lie in its last rows, with missing and negative values."""
+    frame = {"Time (%)": np.linspace(-5.55, 100.0, rows), "Total (ns)": np.where(np.arange(rows) % 4 == 2, NA,
+                                                                                  np.arange(rows) ** 11),
+             "Value": np.where(np.arange(rows) == 2, np.nan, np.arange(rows) / 3),
+             "Name": np.array([None if i == 3 else "n" * (i + 1) + '"' for i in range(rows)], dtype=object)}
+    return Result(RULE, RULE.columns, frame, StringPool())
+
+
+def test_columns_of_many_rows_are_measured_then_written_a_piece_at_a_time(monkeypatch):
+    whole = to_column(many_rows())
+    assert whole.splitlines()[:4] == [
+        "Row#  Time (%)   Total (ns)  Value  Name",
+        "----  --------  -----------  -----  -----------",
+        '   1      -5.6            0    0.0  n"',
+        '   2       6.2            1    0.3  nn"',
+    ]
+    assert whole.splitlines()[-1] == "  10     100.0  31381059609    3.0  nnnnnnnnnn\""
+    monkeypatch.setattr(writers, "CHUNK_ROWS", 3)
+    for formatters, lines in ((1, [2, 3, 3, 3, 1]), (2, [2] + [1] * 10)):  # header and rule, then the pieces
+        monkeypatch.setattr(writers, "FORMATTERS", formatters)
+        assert [bytes(p).count(b"\n") for p in writers.column_parts(many_rows())] == lines
+        assert to_column(many_rows()) == whole
+    assert to_column(many_rows(0)) == "Row#  Time (%)  Total (ns)  Value  Name\n----  --------  ----------  -----  ----\n"
+
+
+def test_json_is_written_a_piece_of_rows_at_a_time_as_json_dumps_writes_the_list(monkeypatch):
+    whole = json.dumps(writers.rows_as_records(many_rows()), indent=1, ensure_ascii=False) + "\n"
+    monkeypatch.setattr(writers, "CHUNK_ROWS", 4)
+    assert [bytes(p).count(b"{") for p in writers.json_parts(many_rows())] == [0, 4, 4, 2, 0]
+    assert writers.to_json(many_rows()) == whole
+    assert json.loads(whole)[1] == {"Time (%)": 6.2, "Total (ns)": 1, "Value": 0.3, "Name": 'nn"'}
+    assert json.loads(whole)[2]["Total (ns)"] is json.loads(whole)[2]["Value"] is json.loads(whole)[3]["Name"] is None
+    assert writers.to_json(many_rows(0)) == "[]\n"
+
+
+def test_typed_values_are_the_printed_cells_as_numbers():
+    pool = StringPool()
+    ids = pool.intern(["a", "b"])
+    assert typed_column(INT, np.array([9021.8, -3.7, np.nan, float(NA)]), pool) == [9021, -3, None, None]
+    assert typed_column(INT, np.array([5, NA]), pool) == [5, None]
+    assert typed_column(PERCENT, np.array([2.25, 2.345, -0.05, np.nan]), pool, decimals=2) == [2.25, 2.35, -0.05, None]
+    assert typed_column(DECIMAL, np.array([98.75, -0.04]), pool) == [98.8, -0.0]
+    assert typed_column(TEXT, np.array([ids[1], -1, ids[0]]), pool) == ["b", None, "a"]
+
+
 @pytest.fixture
 def report(writer):
     names = writer.strings(['k"quoted"', "plain"])
@@ -93,6 +140,22 @@ def test_xlsx_file(report, tmp_path):
     assert sheet["C2"].value == 40 and isinstance(sheet["B2"].value, float)
     assert sheet["J3"].value == 'k"quoted"'
     assert len(sheet._charts) == 1
+
+
+def test_xlsx_is_written_a_piece_of_rows_at_a_time_and_refuses_more_rows_than_a_sheet_holds(monkeypatch, tmp_path):
+    from openpyxl import load_workbook
+
+    monkeypatch.setattr(writers, "CHUNK_ROWS", 4)
+    monkeypatch.setattr(writers, "XLSX_ROWS", 11)
+    (tmp_path / "demo.xlsx").write_bytes(writers.to_xlsx(many_rows()))
+    sheet = load_workbook(tmp_path / "demo.xlsx")["demo"]
+    rows = [[c.value for c in row] for row in sheet.iter_rows()]
+    assert rows[0] == ["Row#", "Time (%)", "Total (ns)", "Value", "Name"] and len(rows) == 11
+    assert rows[3] == [3, 17.9, "-", "-", 'nnn"'] and rows[10] == [10, 100, 31381059609, 3, 'nnnnnnnnnn"']
+    assert sheet.auto_filter.ref == "A1:E11" and sheet.column_dimensions["E"].width == 13
+    monkeypatch.setattr(writers, "XLSX_ROWS", 10)
+    with pytest.raises(AsysError, match="rule 'demo' has 10 rows, more than a sheet holds \\(9 under its header\\)"):
+        writers.to_xlsx(many_rows())
 
 
 def test_output_next_to_report_and_overwrite_protection(report):

@@ -15,7 +15,7 @@ from asysstats.compute.distinct import distinct, sampled_values
 from asysstats.io.arrow import from_numpy, from_texts, text, text_bytes
 from asysstats.io.strings import StringPool
 from asysstats.io.tables import NA
-from asysstats.registry import DECIMAL, INT, PAIR_INNER, PERCENT, RATIO, TEXT
+from asysstats.registry import INT, PAIR_INNER, PERCENT, TEXT
 
 DASH = "-"
 PAIR_SEPARATOR = " / "
@@ -164,17 +164,17 @@ def quoted(array: pa.Array) -> pa.Array:
     return pc.binary_join_element_wise(QUOTE, array, QUOTE, NOTHING)
 
 
-def typed_value(kind: str, value: object, decimals: int = 1) -> object:
-    """A Python value for JSON/XLSX cells: int, rounded float, str, or None when missing."""
-    if value is None or (isinstance(value, float) and np.isnan(value)):
-        return None
+def typed_column(kind: str, values: np.ndarray | pa.Array, strings: StringPool, decimals: int = 1) -> list[object]:
+    """Python values of a column for JSON/XLSX cells: int (truncated), float (rounded as
+    printed), str; None where the printed cell is ``-``."""
+    if kind == TEXT:
+        return texts(values, strings).tolist()
     if kind == INT:
-        if isinstance(value, (int, np.integer)) and value == NA:
-            return None
-        return int(np.trunc(value))
-    if kind in (PERCENT, RATIO, DECIMAL):
+        numbers, missing = as_integers(values)
+    else:
         places = decimals if kind == PERCENT else 1
-        units, _ = rounded(np.array([value], dtype=np.float64), places)
-        return float(units[0]) / 10 ** places
-    return str(value)
-
+        units, missing = rounded(values, places)
+        numbers = units / 10 ** places
+    typed = numbers.astype(object)
+    typed[missing] = None
+    return typed.tolist()

@@ -11,9 +11,8 @@ import json
 import os
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Iterator
+from typing import Callable, Iterable, Iterator, TypeVar
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -22,16 +21,18 @@ from asysstats.errors import AsysError
 from asysstats.io.arrow import lines_bytes, text
 from asysstats.io.csvcodes import segments
 from asysstats.io.csvlines import csv_lines, row_numbers
-from asysstats.io.format import DASH, cells, pair_sides, texts, typed_value
+from asysstats.io.format import DASH, cells, pair_sides, texts, typed_column
 from asysstats.io.memory import release_memory
-from asysstats.registry import INT, PAIR_INNER, PAIR_TEXT, TEXT
+from asysstats.registry import PAIR_INNER, PAIR_TEXT, TEXT
 
 FORMATS = ("column", "csv", "json", "xlsx", "py")
 
 
 CHUNK_ROWS = 1 << 15  # the smallest piece of CSV formatted and written at a time (bounded memory)
 PIECES = 32  # a piece is a 32nd of the rows, from CHUNK_ROWS to 8 x CHUNK_ROWS: memory in proportion to the result
+XLSX_ROWS = 1 << 20  # the rows of a spreadsheet's sheet (Excel, LibreOffice), the header one of them
 FORMATTERS = min(os.cpu_count() or 1, 2)  # pieces of CSV formatted at once (Arrow's kernels release the GIL)
+Piece = TypeVar("Piece")
 
 
 def piece_rows(rows: int, formatters: int = 1) -> int:
@@ -40,24 +41,28 @@ def piece_rows(rows: int, formatters: int = 1) -> int:
     return max(min(max(CHUNK_ROWS, rows // PIECES), 8 * CHUNK_ROWS) // formatters, 1)
 
 
-def _cell_columns(result: Result, decimals: int) -> list[pa.Array]:
-    return [cells(c.kind, result.frame[c.name], result.strings, decimals) for c in result.columns]
+def in_pieces(rows: int, make: Callable[[int, int], Piece], formatters: int = 1,
+              step: int | None = None) -> Iterator[Piece]:
+    """``make(start, stop)`` for consecutive pieces of ``rows`` rows (of ``step`` rows, by
+    default :func:`piece_rows`), given in order; ``formatters`` pieces are made side by side,
+    on threads."""
+    step = step or piece_rows(rows, formatters)
+    with ThreadPoolExecutor(formatters) as pool:
+        pending: deque[Future[Piece]] = deque()
+        for start in range(0, rows, step):
+            pending.append(pool.submit(make, start, min(start + step, rows)))
+            if len(pending) == formatters:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
 
 
 def csv_parts(result: Result, decimals: int = 1) -> Iterator[bytes | memoryview]:
     """Header ``Row#,<columns>,``; text always quoted, numbers never; each line ends with ','."""
     yield (",".join(["Row#"] + [c.name for c in result.columns]) + ",\n").encode("utf-8")
-    step = piece_rows(result.rows, FORMATTERS)
     parts = segments(result, decimals)
     release_memory()  # what the rule freed: Arrow's allocator would keep it (the pieces reuse what they free)
-    with ThreadPoolExecutor(FORMATTERS) as formatters:  # the pieces made side by side, given in order
-        pending: deque[Future[memoryview]] = deque()
-        for start in range(0, result.rows, step):
-            pending.append(formatters.submit(csv_lines, result, parts, start, min(start + step, result.rows), decimals))
-            if len(pending) == FORMATTERS:
-                yield pending.popleft().result()
-        while pending:
-            yield pending.popleft().result()
+    yield from in_pieces(result.rows, lambda start, stop: csv_lines(result, parts, start, stop, decimals), FORMATTERS)
 
 
 def to_csv(result: Result, decimals: int = 1) -> str:
@@ -65,81 +70,121 @@ def to_csv(result: Result, decimals: int = 1) -> str:
 
 
 def to_column(result: Result, decimals: int = 1) -> str:
-    """An aligned, human-readable table: numbers right-aligned, text left-aligned."""
+    return b"".join(column_parts(result, decimals)).decode("utf-8")
+
+
+def column_parts(result: Result, decimals: int = 1) -> Iterator[bytes | memoryview]:
+    """An aligned, human-readable table: numbers right-aligned, text left-aligned. A result of
+    more than one piece of rows is formatted twice, a piece at a time: once for the widths of
+    the columns, once for the lines (bounded memory, and no text array past Arrow's 2 GB)."""
     names = ["Row#"] + [c.name for c in result.columns]
-    arrays = [row_numbers(0, result.rows)] + _cell_columns(result, decimals)
-    kinds = [INT] + [c.kind for c in result.columns]
-    padded = []
-    for name, array, kind in zip(names, arrays, kinds):
-        width = max(len(name), pc.max(pc.utf8_length(array)).as_py() or 0) if len(array) else len(name)
-        left = kind in (TEXT, PAIR_TEXT)
-        pad = pc.utf8_rpad if left else pc.utf8_lpad
-        padded.append((name.ljust(width) if left else name.rjust(width), "-" * width, pad(array, width)))
-    header = "  ".join(p[0] for p in padded).rstrip()
-    rule = "  ".join(p[1] for p in padded)
-    if result.rows == 0:
-        return f"{header}\n{rule}\n"
-    body = pc.utf8_rtrim_whitespace(pc.binary_join_element_wise(*[p[2] for p in padded], text("  ")))
-    return f"{header}\n{rule}\n" + bytes(lines_bytes(body)).decode("utf-8")
+    left = [False] + [c.kind in (TEXT, PAIR_TEXT) for c in result.columns]
+
+    def piece_cells(start: int, stop: int) -> list[pa.Array]:
+        return [row_numbers(start, stop)] + [cells(c.kind, result.frame[c.name][start:stop], result.strings, decimals)
+                                             for c in result.columns]
+
+    def widths_of(arrays: list[pa.Array]) -> list[int]:
+        return [pc.max(pc.utf8_length(array)).as_py() or 0 for array in arrays]
+
+    def lines(arrays: list[pa.Array]) -> memoryview:
+        padded = [(pc.utf8_rpad if on_left else pc.utf8_lpad)(array, width)
+                  for array, width, on_left in zip(arrays, widths, left)]
+        return lines_bytes(pc.utf8_rtrim_whitespace(pc.binary_join_element_wise(*padded, text("  "))))
+
+    if result.rows <= piece_rows(result.rows, FORMATTERS):  # one piece (or none): formatted once
+        made = [piece_cells(0, result.rows)] if result.rows else []
+        measured: Iterable[list[int]] = map(widths_of, made)
+    else:
+        made = None
+        measured = in_pieces(result.rows, lambda start, stop: widths_of(piece_cells(start, stop)), FORMATTERS)
+    widths = [len(name) for name in names]
+    for piece in measured:
+        widths = list(map(max, widths, piece))
+    header = "  ".join(n.ljust(w) if on_left else n.rjust(w) for n, w, on_left in zip(names, widths, left))
+    yield f"{header.rstrip()}\n{'  '.join('-' * w for w in widths)}\n".encode("utf-8")
+    if made is None:
+        yield from in_pieces(result.rows, lambda start, stop: lines(piece_cells(start, stop)), FORMATTERS)
+    else:
+        yield from map(lines, made)
 
 
-def typed_values(kind: str, values: np.ndarray, result: Result, decimals: int) -> list[object]:
-    if kind == TEXT:
-        return list(texts(values, result.strings))
-    return [typed_value(kind, v, decimals) for v in np.asarray(values).tolist()]
-
-
-def rows_as_records(result: Result, decimals: int = 1, pair_text: bool = False) -> list[dict[str, object]]:
-    """Rows as dicts of typed values (int, float, str, None for missing); a comparison cell is
-    a ``[base, target]`` list, or its ``base / target`` text with ``pair_text``."""
+def rows_as_records(result: Result, decimals: int = 1, pair_text: bool = False,
+                    rows: slice = slice(None)) -> list[dict[str, object]]:
+    """The ``rows`` as dicts of typed values (int, float, str, None for missing); a comparison
+    cell is a ``[base, target]`` list, or its ``base / target`` text with ``pair_text``."""
     columns = []
     for col in result.columns:
-        values = result.frame[col.name]
+        values = result.frame[col.name][rows]
         inner = PAIR_INNER.get(col.kind)
         if inner is None:
-            columns.append(typed_values(col.kind, values, result, decimals))
+            columns.append(typed_column(col.kind, values, result.strings, decimals))
         elif pair_text:
             columns.append(cells(col.kind, values, result.strings, decimals).to_pylist())
         else:
-            sides = [typed_values(inner, side, result, decimals) for side in pair_sides(values)]
+            sides = [typed_column(inner, side, result.strings, decimals) for side in pair_sides(values)]
             columns.append([list(pair) for pair in zip(*sides)])
     names = [c.name for c in result.columns]
     return [dict(zip(names, row)) for row in zip(*columns)] if columns else []
 
 
 def to_json(result: Result, decimals: int = 1) -> str:
-    return json.dumps(rows_as_records(result, decimals), indent=1, ensure_ascii=False) + "\n"
+    return b"".join(json_parts(result, decimals)).decode("utf-8")
+
+
+def json_parts(result: Result, decimals: int = 1) -> Iterator[bytes]:
+    """A list of row objects, indented as ``json.dumps(..., indent=1)`` indents it, made
+    ``CHUNK_ROWS`` rows at a time (their Python values alone in memory)."""
+    if result.rows == 0:
+        yield b"[]\n"
+        return
+
+    def records(start: int, stop: int) -> bytes:
+        listed = json.dumps(rows_as_records(result, decimals, rows=slice(start, stop)), indent=1, ensure_ascii=False)
+        return listed[len("[\n"):-len("\n]")].encode("utf-8")
+
+    yield b"[\n"
+    for number, piece in enumerate(in_pieces(result.rows, records, step=CHUNK_ROWS)):
+        yield (b",\n" if number else b"") + piece
+    yield b"\n]\n"
 
 
 def to_xlsx(result: Result, decimals: int = 1) -> bytes:
-    """One sheet: typed cells, bold frozen header, autofilter, widths, a pie chart of the share column."""
+    """One sheet: typed cells, bold frozen header, autofilter, widths, a pie chart of the share
+    column. Written a piece of rows at a time (openpyxl's write-only sheet: no cell objects kept)."""
     from openpyxl import Workbook
+    from openpyxl.cell import WriteOnlyCell
     from openpyxl.chart import PieChart, Reference
     from openpyxl.styles import Font
     from openpyxl.utils import get_column_letter
 
-    book = Workbook(write_only=False)
-    sheet = book.active
-    sheet.title = result.rule.name[:31]
+    if result.rows >= XLSX_ROWS:
+        raise AsysError(f"--format xlsx: rule '{result.rule.name}' has {result.rows:,} rows, more than a sheet holds "
+                        f"({XLSX_ROWS - 1:,} under its header); use csv, or rows=N")
+    book = Workbook(write_only=True)
+    sheet = book.create_sheet(result.rule.name[:31])
     names = ["Row#"] + [c.name for c in result.columns]
-    sheet.append(names)
-    for cell in sheet[1]:
-        cell.font = Font(bold=True)
-    records = rows_as_records(result, decimals, pair_text=True)
-    for number, record in enumerate(records, start=1):
-        sheet.append([number] + [excel_safe(v) for v in record.values()])
-    sheet.freeze_panes = "A2"
     last = get_column_letter(len(names))
-    sheet.auto_filter.ref = f"A1:{last}{max(len(records), 1) + 1}"
-    for index, name in enumerate(names, start=1):
-        longest = max([len(name)] + [len(str(r.get(name, ""))) for r in records[:200]])
+    first = rows_as_records(result, decimals, pair_text=True, rows=slice(0, 200))
+    for index, name in enumerate(names, start=1):  # a write-only sheet takes its widths before its rows
+        longest = max([len(name)] + [len(str(r.get(name, ""))) for r in first])
         sheet.column_dimensions[get_column_letter(index)].width = min(max(8, longest + 2), 60)
+    sheet.freeze_panes = "A2"
+    sheet.auto_filter.ref = f"A1:{last}{max(result.rows, 1) + 1}"
+    header = [WriteOnlyCell(sheet, name) for name in names]
+    for cell in header:
+        cell.font = Font(bold=True)
+    sheet.append(header)
+    for start in range(0, result.rows, CHUNK_ROWS):
+        records = rows_as_records(result, decimals, pair_text=True, rows=slice(start, start + CHUNK_ROWS))
+        for number, record in enumerate(records, start=start + 1):
+            sheet.append([number] + [excel_safe(v) for v in record.values()])
     share = result.rule.share
     label = next((c.name for c in result.columns if c.kind == TEXT), None)
-    if share and label and records and share in names:
+    if share and label and result.rows and share in names:
         chart = PieChart()
         chart.title = f"{result.rule.title}: {share}"
-        top = min(len(records), 20) + 1
+        top = min(result.rows, 20) + 1
         data = Reference(sheet, min_col=names.index(share) + 1, min_row=1, max_row=top)
         labels = Reference(sheet, min_col=names.index(label) + 1, min_row=2, max_row=top)
         chart.add_data(data, titles_from_data=True)
@@ -168,12 +213,12 @@ def to_lines(result: Result) -> str:
 
 
 def render_parts(result: Result, fmt: str, decimals: int = 1) -> Iterator[bytes | memoryview]:
-    """The output of a result in a format, as consecutive pieces of bytes (CSV streams)."""
-    if fmt == "csv":
-        yield from csv_parts(result, decimals)
+    """The output of a result in a format, as consecutive pieces of bytes (CSV, columns and JSON stream)."""
+    streamed = {"csv": csv_parts, "column": column_parts, "json": json_parts}.get(fmt)
+    if streamed is not None:
+        yield from streamed(result, decimals)
         return
-    writer = {"py": lambda r, d: to_lines(r), "json": to_json, "xlsx": to_xlsx}.get(fmt, to_column)
-    content = writer(result, decimals)
+    content = to_xlsx(result, decimals) if fmt == "xlsx" else to_lines(result)
     yield content.encode("utf-8") if isinstance(content, str) else content
 
 
