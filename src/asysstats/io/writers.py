@@ -7,7 +7,6 @@ Every writer formats cells from the column kinds; rules never format.
 from __future__ import annotations
 
 import io
-import json
 import os
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -22,6 +21,7 @@ from asysstats.io.arrow import lines_bytes, text
 from asysstats.io.csvcodes import segments
 from asysstats.io.csvlines import csv_lines, row_numbers
 from asysstats.io.format import DASH, cells, pair_sides, texts, typed_column
+from asysstats.io.jsonlines import json_objects
 from asysstats.io.memory import release_memory
 from asysstats.registry import PAIR_INNER, PAIR_TEXT, TEXT
 
@@ -41,12 +41,10 @@ def piece_rows(rows: int, formatters: int = 1) -> int:
     return max(min(max(CHUNK_ROWS, rows // PIECES), 8 * CHUNK_ROWS) // formatters, 1)
 
 
-def in_pieces(rows: int, make: Callable[[int, int], Piece], formatters: int = 1,
-              step: int | None = None) -> Iterator[Piece]:
-    """``make(start, stop)`` for consecutive pieces of ``rows`` rows (of ``step`` rows, by
-    default :func:`piece_rows`), given in order; ``formatters`` pieces are made side by side,
-    on threads."""
-    step = step or piece_rows(rows, formatters)
+def in_pieces(rows: int, make: Callable[[int, int], Piece], formatters: int = 1) -> Iterator[Piece]:
+    """``make(start, stop)`` for consecutive pieces of ``rows`` rows (:func:`piece_rows`), given
+    in order; ``formatters`` pieces are made side by side, on threads."""
+    step = piece_rows(rows, formatters)
     with ThreadPoolExecutor(formatters) as pool:
         pending: deque[Future[Piece]] = deque()
         for start in range(0, rows, step):
@@ -132,20 +130,19 @@ def to_json(result: Result, decimals: int = 1) -> str:
     return b"".join(json_parts(result, decimals)).decode("utf-8")
 
 
-def json_parts(result: Result, decimals: int = 1) -> Iterator[bytes]:
-    """A list of row objects, indented as ``json.dumps(..., indent=1)`` indents it, made
-    ``CHUNK_ROWS`` rows at a time (their Python values alone in memory)."""
-    if result.rows == 0:
+def json_parts(result: Result, decimals: int = 1) -> Iterator[bytes | memoryview]:
+    """A list of row objects with typed values, exactly as ``json.dumps(rows, indent=1,
+    ensure_ascii=False)`` prints it (:mod:`~asysstats.io.jsonlines`), in pieces of rows made
+    side by side, as CSV's are."""
+    if result.rows == 0 or not result.columns:
         yield b"[]\n"
         return
-
-    def records(start: int, stop: int) -> bytes:
-        listed = json.dumps(rows_as_records(result, decimals, rows=slice(start, stop)), indent=1, ensure_ascii=False)
-        return listed[len("[\n"):-len("\n]")].encode("utf-8")
-
     yield b"[\n"
-    for number, piece in enumerate(in_pieces(result.rows, records, step=CHUNK_ROWS)):
-        yield (b",\n" if number else b"") + piece
+    pieces = in_pieces(result.rows, lambda start, stop: json_objects(result, start, stop, decimals), FORMATTERS)
+    for number, piece in enumerate(pieces):
+        if number:
+            yield b",\n"
+        yield piece
     yield b"\n]\n"
 
 
