@@ -7,6 +7,7 @@ import os
 
 import pytest
 
+from asysstats import compare
 from asysstats.compare import DEFAULT_COMPARE
 from asysstats.synth.writer import ReportWriter
 from conftest import fingerprint, run_cli
@@ -75,9 +76,14 @@ def test_overwrite_needs_force(samples, tmp_path):
     assert run.code == 0 and target.read_text(encoding="utf-8").startswith("Row#,Device Name,")
 
 
-def test_missing_output_folder_is_an_error(samples, tmp_path):
+def test_output_errors_come_before_the_comparisons_run(samples, tmp_path, monkeypatch):
+    monkeypatch.setattr(compare, "compare_reports", lambda *a: pytest.fail("compared"))
     run = run_cli("compare", "--output", tmp_path / "nowhere" / "p", *samples)
-    assert run.code == 2 and "does not exist" in run.err
+    assert run.code == 2 and run.err.endswith(f"directory {tmp_path}/nowhere does not exist\n")
+    (tmp_path / "p_ppu_time_util_compare.csv").write_text("old")
+    run = run_cli("compare", "--output", tmp_path / "p", *samples)
+    assert run.code == 2 and run.err == f"error: {tmp_path}/p_ppu_time_util_compare.csv exists; use -f true to " \
+                                        "overwrite it\n"
 
 
 @pytest.mark.parametrize("order, code, verdict", [((0, 1), 0, "OK: "), ((1, 0), 1, "FAIL: ")])

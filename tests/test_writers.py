@@ -230,6 +230,21 @@ def test_missing_output_directory_is_an_error(report, tmp_path):
     assert not (tmp_path / "nowhere").exists()
 
 
+def test_output_errors_stop_the_run_before_any_rule_runs(report, tmp_path, monkeypatch):
+    from asysstats.many import session
+
+    monkeypatch.setattr(session, "run_rule", lambda *a: pytest.fail("a rule ran"))
+    run = run_cli("stats", "-r", "hggc_ppu_kern_sum,hggc_ppu_kern_sum:base", "-o", "%", "-o",
+                  tmp_path / "nowhere" / "x", report)
+    assert (run.code, run.out) == (2, "") and run.err == f"error: --output {tmp_path}/nowhere/x: directory " \
+                                                        f"{tmp_path}/nowhere does not exist\n"
+    (tmp_path / "x_hggc_ppu_kern_sum.csv").write_text("old")
+    run = run_cli("stats", "-r", "hggc_ppu_kern_sum", "--format", "csv", "-o", tmp_path / "x", report)
+    assert run.code == 2 and run.err == f"error: {tmp_path}/x_hggc_ppu_kern_sum.csv exists; use -f true to " \
+                                        "overwrite it\n"
+    assert (tmp_path / "x_hggc_ppu_kern_sum.csv").read_text() == "old"
+
+
 def test_positional_pairing_of_rules_formats_and_outputs(report, tmp_path):
     run = run_cli("stats", "-r", "hggc_ppu_kern_sum,hggc_ppu_kern_sum:base", "--format", "csv", "--format", "json",
                   "-o", tmp_path / "a", "-o", "%", report)

@@ -2,10 +2,11 @@
 seconds, one CSV file per comparison, and an exit status a CI job can use.
 
 Every comparison of the default set that is registered runs with its default options; one
-whose data is absent from a report is skipped with a note. All results are computed before
-any file is written, and no file is overwritten without ``force``. ``fail_if_slower`` makes
-the run fail (status 1) when a total (``fail_on``: a rule of :data:`TOTALS`) grows by more
-than that many percent from base to target.
+whose data is absent from a report is skipped with a note. The output folder, and files that
+would be overwritten without ``force``, are errors before any comparison runs; all results are
+computed before any file is written. ``fail_if_slower`` makes the run fail (status 1) when a
+total (``fail_on``: a rule of :data:`TOTALS`) grows by more than that many percent from base
+to target.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import numpy as np
 
 from asysstats.engine import Inputs, Result, Settings, run_rule
 from asysstats.errors import AsysError, MissingData
-from asysstats.io.outputs import destination, write_atomically
+from asysstats.io.outputs import destination, refuse_overwrite, write_atomically
 from asysstats.io.report import open_report
 from asysstats.io.writers import csv_parts
 from asysstats.rulebook import REGISTRY
@@ -76,16 +77,15 @@ def run_compare(base: str, target: str, output: str | None, force: bool, setting
     """Compare, write the CSV files; return the console text and the exit status."""
     if fail_on not in TOTALS:
         raise AsysError(f"--fail-on: expected one of {', '.join(TOTALS)}, got {fail_on!r}")
+    files = output_files(output, base, target, list(DEFAULT_COMPARE))  # checked before minutes of comparing
+    for path in files.values():
+        refuse_overwrite(path, force)
     comparison = compare_reports(base, target, settings, cache)
     verdict = regression_verdict(comparison, fail_on, fail_if_slower) if fail_if_slower is not None else None
-    files = output_files(output, base, target, list(comparison.results))
-    existing = [str(p) for p in files.values() if p.exists()]
-    if existing and not force:
-        raise AsysError(f"{existing[0]} exists; use -f true to overwrite it")
-    for rule, path in files.items():
-        write_atomically(path, csv_parts(comparison.results[rule]), force)
+    for rule, result in comparison.results.items():
+        write_atomically(files[rule], csv_parts(result), force)
     lines = summary_lines(base, target, comparison)
-    lines += ["", "Files:"] + [f"  {p}" for p in files.values()]
+    lines += ["", "Files:"] + [f"  {files[rule]}" for rule in comparison.results]
     lines += [f"Skipped {note}" for note in comparison.skipped]
     if verdict is None:
         return "\n".join(lines) + "\n", 0

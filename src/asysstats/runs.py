@@ -12,11 +12,12 @@ import click
 from asysstats.arguments import parse_format
 from asysstats.engine import Inputs, Settings
 from asysstats.errors import AsysError, MissingData
-from asysstats.io.outputs import CONSOLE, FILE, deliver, destination
+from asysstats.io.outputs import CONSOLE, FILE, Destination, deliver, destination, refuse_overwrite
 from asysstats.io.report import open_report
 from asysstats.io.writers import render_parts
 from asysstats.many.session import ManyOptions, close_reports, open_reports
 from asysstats.progress import progress
+from asysstats.registry import Rule
 from asysstats.rulebook import CHECK_RULE, REGISTRY, check_rule
 from asysstats.rulespec import RuleRequest
 
@@ -49,12 +50,13 @@ def run_requests(command: str, reports: Sequence[str], requests: list[RuleReques
 
 
 def run_opened(opened, rules, parsed, fmts, outs, force, settings, default_set, run) -> None:
+    planned = [destinations(opened, rule, fmt, out, force) for rule, (fmt, _), out in zip(rules, fmts, outs)]
     used: list[Inputs] = []  # their data-quality notes are printed after the run
-    for rule, options, (fmt, decimals), out in zip(rules, parsed, fmts, outs):
+    for rule, options, (fmt, decimals), dests in zip(rules, parsed, fmts, planned):
         sides = [Inputs(r, settings) for r in opened]
         used += sides
         targets = [tuple(sides[:2])] if rule.reports == 2 else sides
-        for report, inputs in zip(opened, targets):
+        for report, inputs, dest in zip(opened, targets, dests):
             try:
                 with progress(f"{rule.name} on {report.path.name}"):
                     result = run(rule, options, inputs)
@@ -63,8 +65,7 @@ def run_opened(opened, rules, parsed, fmts, outs, force, settings, default_set, 
                     raise
                 click.echo(f"SKIPPED: {exc}", err=True)
                 continue
-            several = len(targets) > 1  # one output per report: file names and headings name it
-            dest = destination(per_report(out, report.path) if several else out, report.path, rule.name, fmt)
+            several = len(targets) > 1  # one output per report: headings name it
             shown = "column" if fmt == "xlsx" and dest.kind == CONSOLE else fmt
             content = render_parts(result, shown, decimals)
             if dest.kind == CONSOLE and shown == "column" and (len(rules) > 1 or default_set or several):
@@ -73,6 +74,19 @@ def run_opened(opened, rules, parsed, fmts, outs, force, settings, default_set, 
                 deliver(content, dest, force)
     for note in dict.fromkeys(note for side in used for note in side.notes):
         click.echo(f"note: {note}", err=True)
+
+
+def destinations(opened: list, rule: Rule, fmt: str, output: str | None, force: bool) -> list[Destination]:
+    """Where the rule's result on each report goes (one, for a comparison of two), found before
+    any rule runs: a missing folder, or a file that is there without ``force``, stops the run
+    before minutes of work rather than after."""
+    reports = opened[:1] if rule.reports == 2 else opened
+    several = len(reports) > 1  # one output per report: file names name it
+    found = [destination(per_report(output, r.path) if several else output, r.path, rule.name, fmt) for r in reports]
+    for dest in found:
+        if dest.kind == FILE:
+            refuse_overwrite(Path(dest.target), force)
+    return found
 
 
 def per_report(output: str | None, report: Path) -> str | None:

@@ -78,10 +78,15 @@ def deliver(content: str | bytes | Iterable[bytes | memoryview], dest: Destinati
         write_atomically(Path(dest.target), parts, force)
 
 
-def write_atomically(path: Path, data: bytes | Iterable[bytes | memoryview], force: bool) -> None:
-    """Write through a temporary file in the same folder, then rename over the target."""
+def refuse_overwrite(path: Path, force: bool) -> None:
+    """An error when ``path`` exists and overwriting is not forced."""
     if path.exists() and not force:
         raise AsysError(f"{path} exists; use -f true to overwrite it")
+
+
+def write_atomically(path: Path, data: bytes | Iterable[bytes | memoryview], force: bool) -> None:
+    """Write through a temporary file in the same folder, then rename over the target."""
+    refuse_overwrite(path, force)
     handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(handle, "wb") as out:
