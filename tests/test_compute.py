@@ -303,6 +303,19 @@ def test_overlap_components(rows):
 
 
 @SETTINGS
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(-10, 10)), max_size=40), st.sampled_from([1, 2 ** 61]))
+def test_running_max_by_segment_restarts_where_the_segment_changes(rows, scale):
+    """Small values take the lift by span; values spread by 2^61 overflow it and take ranks."""
+    segment = np.array([r[0] for r in rows], dtype=np.int64)
+    values = np.array([r[1] * scale // 10 for r in rows], dtype=np.int64)
+    expected, reach = [], None
+    for i, value in enumerate(values.tolist()):
+        reach = value if i == 0 or segment[i] != segment[i - 1] else max(reach, value)
+        expected.append(reach)
+    assert intervals.running_max_by_segment(segment, values).tolist() == expected
+
+
+@SETTINGS
 @given(st.lists(st.integers(-5, 30), max_size=40), st.lists(st.integers(-5, 30), max_size=40))
 def test_set_difference_equals_numpy_setdiff1d(values, other):
     a, b = np.array(values, dtype=np.int64), np.array(other, dtype=np.int64)

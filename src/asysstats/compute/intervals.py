@@ -61,21 +61,32 @@ def covered_length_sorted(group: np.ndarray, starts: np.ndarray, ends: np.ndarra
     e = np.maximum(ends, starts)  # an empty (or backwards) interval covers nothing
     if len(g) == 0:
         return out
-    base = int(s.min())
-    span = int(e.max()) - base + 1
-    if span * n_groups < 1 << 62:  # offset each group past the previous one: one global running max
-        offset = g * span - base
-        reach = np.maximum.accumulate(e + offset) - offset
-    else:
-        import pandas as pd  # a segmented running maximum; imported here to keep start-up fast
-
-        reach = pd.Series(e).groupby(g, sort=False).cummax().to_numpy()
+    reach = running_max_by_segment(g, e)
     new = np.ones(len(g), dtype=bool)
     new[1:] = (g[1:] != g[:-1]) | (s[1:] > reach[:-1])
     first = np.flatnonzero(new)
     last = np.append(first[1:], len(g)) - 1
     np.add.at(out, g[first], reach[last] - s[first])
     return out
+
+
+def running_max_by_segment(segment: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Running maximum of int64 ``values``, restarted where ``segment`` changes (a segment's rows
+    are consecutive). One running maximum over all rows, each segment's values lifted past the
+    previous segment's: by the values' span when that fits in int64, else by their ranks."""
+    values = np.asarray(values, dtype=np.int64)
+    if len(values) == 0:
+        return values.copy()
+    number = np.zeros(len(values), dtype=np.int64)
+    np.cumsum(segment[1:] != segment[:-1], out=number[1:])
+    low = int(values.min())
+    span = int(values.max()) - low + 1
+    if span * (int(number[-1]) + 1) < 1 << 62:
+        lift = number * span - low
+        return np.maximum.accumulate(values + lift) - lift
+    uniq, rank = np.unique(values, return_inverse=True)
+    lift = number * len(uniq)
+    return uniq[np.maximum.accumulate(rank + lift) - lift]
 
 
 def intersection_length(a_starts, a_ends, b_starts, b_ends) -> int:
@@ -219,9 +230,7 @@ def overlap_components(group: np.ndarray, starts: np.ndarray, ends: np.ndarray) 
         return np.empty(0, np.int64)
     order = np.lexsort((ends, starts, group))
     g, s, e = group[order], starts[order], ends[order]
-    import pandas as pd  # a segmented running maximum; imported here to keep start-up fast
-
-    reach = pd.Series(e).groupby(g).cummax().to_numpy()
+    reach = running_max_by_segment(g, e)
     new = np.ones(n, dtype=bool)
     new[1:] = (g[1:] != g[:-1]) | (s[1:] >= reach[:-1])
     labels = np.empty(n, dtype=np.int64)

@@ -20,7 +20,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from asysstats.compute.intervals import cumulative_cover, difference, distinct_sorted
+from asysstats.compute.intervals import cumulative_cover, difference, distinct_sorted, running_max_by_segment
 from asysstats.correlate import activity_table, correlate, ppu_activities, project
 from asysstats.engine import Inputs
 from asysstats.hgtx import load_ranges
@@ -42,10 +42,8 @@ BUCKETS = ("Kernel (ns)", "Memcpy (ns)", "Memset (ns)", "Communication (ns)")
 def step_windows(ranges: EventTable, launched_end: np.ndarray, launched: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Window (start, end) of each step; ``ranges`` sorted by (thread, start). A window ends at
     the running maximum, per thread, of the range end and its launched activities' end."""
-    import pandas as pd  # a segmented running maximum; imported here to keep start-up fast
-
     reach = np.where(launched, np.maximum(ranges["end"], launched_end), ranges["end"])
-    end = pd.Series(reach).groupby(ranges["globalTid"], sort=False).cummax().to_numpy()
+    end = running_max_by_segment(ranges["globalTid"], reach)
     first = np.r_[True, ranges["globalTid"][1:] != ranges["globalTid"][:-1]]
     previous = np.r_[np.iinfo(np.int64).min, end[:-1]]
     return np.where(first, ranges["start"], np.maximum(ranges["start"], previous)), end
