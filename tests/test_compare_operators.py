@@ -10,6 +10,8 @@ import pytest
 from asysstats.engine import Inputs, run_rule
 from asysstats.io.report import open_report
 from asysstats.io.writers import rows_as_records
+from asysstats.operators import analysis
+from asysstats.rulebook import REGISTRY
 from asysstats.rules.compare_operators import match_key
 from asysstats.rules.operators_summary import OP_SUM
 from asysstats.synth.writer import NSYS, ReportWriter
@@ -171,3 +173,45 @@ def test_a_report_compared_with_itself(sample, rule):
             elif name.endswith("Ratio"):
                 assert value == 1.0, name
         assert all("-" != row[n] for n in row if n.startswith(("Base", "Target")))
+
+
+class ReadOptions(dict):
+    """Options that note every name read of them."""
+
+    def __init__(self, values: dict, read: set) -> None:
+        super().__init__(values)
+        self.read = read
+
+    def get(self, key, default=None):
+        self.read.add(key)
+        return super().get(key, default)
+
+    def __getitem__(self, key):
+        self.read.add(key)
+        return super().__getitem__(key)
+
+    def __contains__(self, key):
+        self.read.add(key)
+        return super().__contains__(key)
+
+
+@pytest.mark.parametrize("rule", sorted({r for r in REGISTRY if "op" in {o.name for o in r.options}},
+                                        key=lambda r: r.name), ids=lambda r: r.name)
+def test_an_operator_analysis_reads_only_the_options_its_sharing_is_keyed_by(op_paths, rule):
+    read: set = set()
+    inputs = Inputs(open_report(op_paths[0]))
+    analysis.analysed(inputs, ReadOptions(rule.parse_options({}), read), "demangled")
+    assert read and read <= set(analysis.ANALYSIS_OPTIONS)
+
+
+def test_a_comparison_analyses_the_operators_of_each_report_once(op_paths, tmp_path, monkeypatch):
+    made, real = [], analysis.analysed
+    monkeypatch.setattr(analysis, "analysed", lambda inputs, *rest: made.append(inputs.report.path) or
+                        real(inputs, *rest))
+    run = run_cli("compare", "-o", tmp_path / "c", *op_paths)
+    assert run.code == 0, run.err
+    assert sorted(made) == sorted(op_paths)  # three operator comparisons, one analysis a report
+    for rule in ("ppu_operator_summary_compare", "ppu_operator_type_summary_compare",
+                 "ppu_operator_kernel_breakdown_compare"):  # as each computed on its own
+        assert (tmp_path / f"c_{rule}.csv").read_text().splitlines() == csv(rule, *op_paths)
+    assert len(made) == 2 + 2 * 3

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Hashable, Mapping, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -18,6 +18,7 @@ from asysstats.registry import Column, Frame, Rule
 from asysstats.suspects import without_suspect_events
 
 INT64_MAX = np.iinfo(np.int64).max
+T = TypeVar("T")
 PPU_SIDE_TABLES = ("kernels", "memcpy", "memset", "metrics")  # windowed by the --filter-hgtx projection
 
 
@@ -57,6 +58,14 @@ class Inputs:
         self._hgtx: tuple[tuple[int, int], tuple[int, int]] | None = \
             (scope.window, scope.ppu_window) if scope and settings.filter_hgtx else None  # type: ignore[assignment]
         self.notes: list[str] = []  # one-line data-quality notes; the CLI prints them after the run
+        self._shared: dict[Hashable, Any] = {}
+
+    def shared(self, key: Hashable, make: Callable[[], T]) -> T:
+        """``make()``, made once per ``key`` for these inputs: what several rules of a run read
+        alike (the operators of a report, for the three operator comparisons)."""
+        if key not in self._shared:
+            self._shared[key] = make()
+        return self._shared[key]
 
     def has(self, name: str) -> bool:
         return self.report.has(name)

@@ -51,10 +51,9 @@ def run_requests(command: str, reports: Sequence[str], requests: list[RuleReques
 
 def run_opened(opened, rules, parsed, fmts, outs, force, settings, default_set, run) -> None:
     planned = [destinations(opened, rule, fmt, out, force) for rule, (fmt, _), out in zip(rules, fmts, outs)]
-    used: list[Inputs] = []  # their data-quality notes are printed after the run
+    notes: list[str] = []  # data-quality notes, printed after the run (the inputs, and what they share, let go)
     for rule, options, (fmt, decimals), dests in zip(rules, parsed, fmts, planned):
         sides = [Inputs(r, settings) for r in opened]
-        used += sides
         targets = [tuple(sides[:2])] if rule.reports == 2 else sides
         for report, inputs, dest in zip(opened, targets, dests):
             try:
@@ -72,7 +71,8 @@ def run_opened(opened, rules, parsed, fmts, outs, force, settings, default_set, 
                 deliver(f"\n** {rule.title} ({rule.name}){f' - {report.path}' if several else ''}:\n\n", dest, force)
             with progress(f"writing {dest.target}") if dest.kind == FILE else nullcontext():  # a trace: seconds
                 deliver(content, dest, force)
-    for note in dict.fromkeys(note for side in used for note in side.notes):
+        notes += [note for side in sides for note in side.notes]
+    for note in dict.fromkeys(notes):
         click.echo(f"note: {note}", err=True)
 
 

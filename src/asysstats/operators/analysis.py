@@ -39,13 +39,17 @@ from asysstats.io.tables import EventTable
 from asysstats.launches import launch_rows, runtime_calls
 from asysstats.operators.activities import load_activities, range_filter
 from asysstats.operators.catalog import FRAMEWORK, LIBRARY
-from asysstats.operators.merge import PREFILL_DECODE_OPTION, joined_ids, parsed_ids
+from asysstats.operators.merge import FAMILY_OPTIONS, PREFILL_DECODE_OPTION, joined_ids, parsed_ids
 from asysstats.operators.model import WORK_FIELDS, work_arrays, work_of
 from asysstats.operators.parsers import CUSTOM, FRAMEWORK_CLAIM, LIBRARY_CLAIM
 from asysstats.operators.recognise import (Recognised, TypeFilter, classify_kernels, custom_rules, recognise_ranges,
                                            type_filter)
 
 RANGE_COLUMNS = ("rangeId", "globalTid", "start", "end")  # what the operator rules read of a range
+
+# The options an analysis reads (a test checks that it reads no other): rules that agree on them share it.
+ANALYSIS_OPTIONS = ("op", "device", "no-graph-mapping", "range-include", "range-exclude", PREFILL_DECODE_OPTION,
+                    *FAMILY_OPTIONS.values())
 
 
 @dataclass
@@ -99,7 +103,14 @@ class Analysis:
 
 def analyse(inputs: Inputs, options: Mapping[str, Any], mode: str = "demangled") -> Analysis:
     """Recognise, correlate and rank the operators of one report (``mode``: kernel names).
-    The tables it loads are not kept: what it needs of them, it holds."""
+    The tables it loads are not kept: what it needs of them, it holds. Made once per inputs,
+    mode and values of :data:`ANALYSIS_OPTIONS` (the options it reads): rules that read the
+    same operators (a comparison's three operator rules) share it."""
+    key = ("operators", mode) + tuple(repr(options.get(name)) for name in ANALYSIS_OPTIONS)
+    return inputs.shared(key, lambda: analysed(inputs, options, mode))
+
+
+def analysed(inputs: Inputs, options: Mapping[str, Any], mode: str) -> Analysis:
     inputs.require("kernels", "memcpy", "memset")
     rules = custom_rules(inputs.settings.ppu_op_config)
     types = type_filter(options.get("op"), rules)
