@@ -80,6 +80,11 @@ def cells(kind: str, values: np.ndarray | pa.Array, strings: StringPool, decimal
         return integer_cells(*as_integers(values), csv)
     places = decimals if kind == PERCENT else 1
     units, missing = rounded(values, places)
+    return filled(decimal_text(units, places), missing, MISSING_CELL[csv])
+
+
+def decimal_text(units: np.ndarray, places: int) -> pa.Array:
+    """The decimal text of counts of ``10^-places`` units: ``places`` digits after the point."""
     number = integer_text(np.abs(units) // 10 ** places)
     if places:
         frac = pc.utf8_lpad(integer_text(np.abs(units) % 10 ** places), places, "0")
@@ -87,18 +92,18 @@ def cells(kind: str, values: np.ndarray | pa.Array, strings: StringPool, decimal
     negative = units < 0
     if negative.any():
         number = pc.if_else(from_numpy(negative), pc.binary_join_element_wise(text("-"), number, text("")), number)
-    return with_dashes(number, missing, csv)
+    return number
 
 
 def integer_cells(ints: np.ndarray, missing: np.ndarray, csv: bool = False, few: bool = True) -> pa.Array:
     """Cells of int64 values (missing ``-``); ``few=False``: the values are known not to be
     few (:func:`few_values` already said so)."""
-    return with_dashes(integer_text(ints) if few else pc.cast(from_numpy(ints), pa.string()), missing, csv)
+    return filled(integer_text(ints) if few else pc.cast(from_numpy(ints), pa.string()), missing, MISSING_CELL[csv])
 
 
-def with_dashes(cells: pa.Array, missing: np.ndarray, csv: bool) -> pa.Array:
-    """``cells`` with the missing ones ``-`` (``"-"`` in CSV)."""
-    return pc.if_else(from_numpy(missing), MISSING_CELL[csv], cells) if missing.any() else cells
+def filled(cells: pa.Array, missing: np.ndarray, filler: pa.Scalar) -> pa.Array:
+    """``cells`` with ``filler`` where ``missing`` (``-``, ``"-"`` in CSV, ``null`` in JSON)."""
+    return pc.if_else(from_numpy(missing), filler, cells) if missing.any() else cells
 
 
 def integer_text(values: np.ndarray) -> pa.Array:

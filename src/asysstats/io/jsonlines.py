@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 from asysstats.compute.distinct import distinct
 from asysstats.engine import Result
 from asysstats.io.arrow import from_numpy, from_texts, text, text_bytes
-from asysstats.io.format import as_integers, integer_text, pair_sides, rounded, texts
+from asysstats.io.format import as_integers, decimal_text, filled, integer_text, pair_sides, rounded, texts
 from asysstats.io.strings import StringPool
 from asysstats.registry import INT, PAIR_INNER, PERCENT, TEXT
 
@@ -48,28 +48,19 @@ def literals(kind: str, values: np.ndarray | pa.Array, strings: StringPool, deci
         return text_literals(values, strings)
     if kind == INT:
         ints, missing = as_integers(values)
-        return nulled(integer_text(ints), missing)
+        return filled(integer_text(ints), missing, NULL)
     places = decimals if kind == PERCENT else 1
     units, missing = rounded(values, places)
-    return nulled(float_text(units, places), missing)
-
-
-def nulled(values: pa.Array, missing: np.ndarray) -> pa.Array:
-    return pc.if_else(from_numpy(missing), NULL, values) if missing.any() else values
+    return filled(float_text(units, places), missing, NULL)
 
 
 def float_text(units: np.ndarray, places: int) -> pa.Array:
-    """``repr(units / 10 ** places)``: Python's own repr past 15 digits (and for values that
-    overflowed when rounded), else the decimals with trailing zeros dropped, one kept."""
+    """``repr(units / 10 ** places)``: the printed decimals with trailing zeros dropped, one
+    kept; Python's own repr past 15 digits (and for values that overflowed when rounded)."""
+    number = decimal_text(units, places)
+    number = pc.replace_substring_regex(number, r"(\.\d+?)0+$", r"\1") if places else \
+        pc.binary_join_element_wise(number, text(".0"), NOTHING)
     magnitude = np.abs(units)
-    fraction = text("0")
-    if places:
-        digits = pc.utf8_rtrim(pc.utf8_lpad(integer_text(magnitude % 10 ** places), places, "0"), "0")
-        fraction = pc.if_else(pc.equal(pc.utf8_length(digits), 0), fraction, digits)
-    number = pc.binary_join_element_wise(integer_text(magnitude // 10 ** places), fraction, text("."))
-    negative = units < 0
-    if negative.any():
-        number = pc.if_else(from_numpy(negative), pc.binary_join_element_wise(text("-"), number, NOTHING), number)
     python = (magnitude >= EXACT_UNITS) | (magnitude < 0)  # the latter: the magnitude of int64's least value
     if python.any():
         printed = [repr(v) for v in (units[python] / 10 ** places).tolist()]
