@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from asysstats.io.schema import ASYSREP, TABLES
+from asysstats.reading.schema import ASYSREP, TABLES
 
 OUT = Path(__file__).resolve().parent / "out"  # git-ignored
 KERNEL_NAMES = 24

@@ -16,11 +16,11 @@ from types import SimpleNamespace
 
 import numpy as np
 
-import asysstats.launches as launches_module
-from asysstats.correlate import Pairs, correlate, project
-from asysstats.launches import innermost_range_names
-from asysstats.nesting import nesting
-from asysstats.io.tables import EventTable
+import asysstats.analysis.launches as launches_module
+from asysstats.analysis.correlate import Pairs, correlate, project
+from asysstats.analysis.launches import innermost_range_names
+from asysstats.analysis.nesting import nesting
+from asysstats.core.tables import EventTable
 
 DEPTH = 4
 

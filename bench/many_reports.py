@@ -20,11 +20,12 @@ import sys
 import time
 from pathlib import Path
 
-from asysstats.engine import Inputs, run_rule
-from asysstats.many.cluster import DaskExecutor, InlineExecutor
-from asysstats.many.hosts import run_merged
-from asysstats.many.merged import MergedReport, open_merged
-from asysstats.rulebook import REGISTRY
+from asysstats.analysis.inputs import Inputs
+from asysstats.api.merging.hosts import run_merged
+from asysstats.api.running import run_rule
+from asysstats.reading.merged.cluster import DaskExecutor, InlineExecutor
+from asysstats.reading.merged.report import MergedReport, open_merged
+from asysstats.rules.registry import REGISTRY
 from asysstats.synth.generator import write_sample
 
 OUT = Path(__file__).resolve().parent / "out"

@@ -89,7 +89,7 @@ READERS: dict[str, Callable[[Path, str], object]] = {
 
 
 def load_with_asysstats(path: Path, cache: bool = False):
-    from asysstats.io.report import Report
+    from asysstats.reading.sqlite import Report
 
     report = Report(path, cache=cache)
     try:

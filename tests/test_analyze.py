@@ -6,11 +6,13 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_hggc_api import csv, run_json
 
 from asysstats.synth.writer import ReportWriter
+
 from conftest import run_cli
-from test_hggc_api import csv, run_json
 
 GAP_HEADER = "Row#,Duration (ns),Start (ns),PID,Device ID,"
 UTIL_HEADER = "Row#,In-Use (%),Duration (ns),Start (ns),PID,Device ID,"

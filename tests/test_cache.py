@@ -16,18 +16,22 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from asysstats import hgtx
-from asysstats.engine import Inputs, run_rule
-from asysstats.errors import MissingData
-from asysstats.io import cache as cache_module, reading, textindex
-from asysstats.io.arrow import from_numpy, from_texts, one_chunk, to_numpy
-from asysstats.io.cache import ColumnCache, cache_root
-from asysstats.io.report import open_report
-from asysstats.io.tables import EventTable
-from asysstats.io.textindex import fingerprints
-from asysstats.io.writers import render
-from asysstats.rulebook import REGISTRY
+from asysstats.analysis import hgtx
+from asysstats.analysis.inputs import Inputs
+from asysstats.api.running import run_rule
+from asysstats.compute import textindex
+from asysstats.compute.arrow import from_numpy, from_texts, one_chunk, to_numpy
+from asysstats.compute.textindex import fingerprints
+from asysstats.core.errors import MissingData
+from asysstats.core.tables import EventTable
+from asysstats.reading import cache as cache_module
+from asysstats.reading import sqlite_columns as reading
+from asysstats.reading.cache import ColumnCache, cache_root
+from asysstats.reading.opening import open_report
+from asysstats.rules.registry import REGISTRY
 from asysstats.synth.writer import ReportWriter
+from asysstats.writing.writers import render
+
 from conftest import run_cli
 
 SAMPLE = Path(__file__).resolve().parents[1] / "examples" / "sample.asysrep"

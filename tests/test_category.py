@@ -14,10 +14,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from asysstats.rulebook import REGISTRY
+from asysstats.rules.registry import REGISTRY
 from asysstats.synth.writer import ReportWriter
+
 from conftest import corpus_params, fingerprint, run_cli
 
 RULE = "hggc_ppu_kern_category_sum"

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from asysstats.rulebook import REGISTRY
+from asysstats.rules.registry import REGISTRY
+
 from conftest import run_cli
 
 

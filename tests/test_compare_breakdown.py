@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from test_compare_operators import A64, A128, ADD, C64, GPU, PPU, RELU, op_paths, sample  # noqa: F401
 
 from conftest import run_cli
-from test_compare_operators import A64, A128, ADD, C64, GPU, PPU, RELU, op_paths, sample  # noqa: F401
 
 R1, R7 = RELU.format(1, 5, 4), RELU.format(7, 99, 98)
 SIDE = ["Framework OP", "Framework Time (%)", "Framework Avg (ns)", "Framework Instances", "Library OP",

@@ -6,12 +6,13 @@ from __future__ import annotations
 import os
 
 import pytest
-
-from asysstats import compare
-from asysstats.compare import DEFAULT_COMPARE
-from asysstats.synth.writer import ReportWriter
-from conftest import fingerprint, run_cli
 from test_compare_rules import corpus_pairs
+
+from asysstats.cli import compare
+from asysstats.cli.compare import DEFAULT_COMPARE
+from asysstats.synth.writer import ReportWriter
+
+from conftest import fingerprint, run_cli
 
 WRITTEN = ("ppu_operator_type_summary_compare", "ppu_time_util_compare", "ppu_operator_summary_compare",
            "ppu_operator_kernel_breakdown_compare", "pccl_desync_summary_compare", "ppu_kernel_summary_compare")

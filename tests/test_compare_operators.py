@@ -7,14 +7,16 @@ import json
 
 import pytest
 
-from asysstats.engine import Inputs, run_rule
-from asysstats.io.report import open_report
-from asysstats.io.writers import rows_as_records
-from asysstats.operators import analysis
-from asysstats.rulebook import REGISTRY
+from asysstats.analysis.inputs import Inputs
+from asysstats.analysis.operators import analysis
+from asysstats.api.running import run_rule
+from asysstats.reading.opening import open_report
 from asysstats.rules.compare_operators import match_key
 from asysstats.rules.operators_summary import OP_SUM
+from asysstats.rules.registry import REGISTRY
 from asysstats.synth.writer import NSYS, ReportWriter
+from asysstats.writing.writers import rows_as_records
+
 from conftest import run_cli
 
 PUSHPOP = 59

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from asysstats.synth.writer import ReportWriter
+
 from conftest import run_cli
 
 NAMES = ("alpha", "beta", "gamma", "delta")
@@ -118,7 +119,7 @@ def test_matching_is_a_full_outer_join(base_rows, target_rows, top, matched_only
     """Keys may repeat: the k-th row of a key pairs with the k-th of the other side."""
     import numpy as np
 
-    from asysstats.rules.compare_common import match_rows, ordered, selected
+    from asysstats.analysis.comparison import match_rows, ordered, selected
 
     def frame(rows):
         return {"name": np.array([r[0] for r in rows], dtype=object),

@@ -9,9 +9,10 @@ import json
 import openpyxl
 import pytest
 
-from asysstats.io.schema import TABLES
-from asysstats.rulebook import REGISTRY
+from asysstats.reading.schema import TABLES
+from asysstats.rules.registry import REGISTRY
 from asysstats.synth.writer import ENUMS, NSYS, ReportWriter
+
 from conftest import CORPUS_ABSENT, NSYS_FILES, fingerprint, run_cli
 
 PUSHPOP = 59
@@ -262,7 +263,7 @@ def sample(tmp_path_factory):
 
 @pytest.mark.parametrize("rule", COMPARISONS)
 def test_a_report_compared_with_itself(sample, rule):
-    from asysstats.registry import PAIR_INNER, RATIO
+    from asysstats.core.columns import PAIR_INNER, RATIO
 
     run = run_cli("stats", "-r", rule, "--format", "json", sample, sample)
     assert run.code == 0, run.err

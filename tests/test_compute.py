@@ -8,12 +8,13 @@ import tracemalloc
 
 import numpy as np
 import pytest
-from hypothesis import assume, given, settings, strategies as st
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
+from asysstats.analysis.activity import row_index
 from asysstats.compute import grouped, intervals
 from asysstats.compute.distinct import DERIVED_BASE, Coded, distinct, narrowed, tie_order
-from asysstats.io.strings import StringPool
-from asysstats.rules.activity import row_index
+from asysstats.core.strings import StringPool
 
 SETTINGS = settings(max_examples=80, deadline=None)
 times = st.integers(0, 60)

@@ -6,11 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from asysstats.helptext import rule_help, rules_markdown
-from asysstats.io.schema import TABLES
-from asysstats.registry import COLUMN_KINDS, Registry
-from asysstats.rulebook import REGISTRY
+from asysstats.cli.helptext import rule_help, rules_markdown
+from asysstats.core.columns import COLUMN_KINDS
+from asysstats.reading.schema import TABLES
+from asysstats.rules.registry import REGISTRY, Registry
 from asysstats.synth.writer import ENUMS, ReportWriter
+
 from conftest import fingerprint, run_cli
 
 SINGLE = [r for r in REGISTRY if r.reports == 1]
@@ -64,7 +65,7 @@ def test_bad_option_values_are_one_line_errors(rule, empty_report):
 
 def test_docs_rules_md_is_generated_from_the_declarations():
     assert DOCS.read_text(encoding="utf-8") == rules_markdown(REGISTRY), \
-        "docs/rules.md is stale: python -m asysstats.helptext > docs/rules.md"
+        "docs/rules.md is stale: python -m asysstats.cli.helptext > docs/rules.md"
 
 
 def test_the_registry_index_must_match_the_rule_modules():

@@ -4,13 +4,15 @@ brute-force formatter of every cell."""
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from asysstats.engine import Result
-from asysstats.io import csvlines, writers
-from asysstats.io.strings import StringPool
-from asysstats.io.tables import NA
-from asysstats.registry import INT, TEXT, Column, Rule
+from asysstats.analysis.declarations import Rule
+from asysstats.core.columns import INT, TEXT, Column
+from asysstats.core.result import Result
+from asysstats.core.strings import StringPool
+from asysstats.core.tables import NA
+from asysstats.writing import csvlines, writers
 
 WORDS = ['plain', 'say "hi"', "a,b", "", "ünï"]
 
@@ -57,7 +59,7 @@ def test_csv_lines_match_each_cell_formatted_alone(spec, rows, seed, chunk, repe
         frame[f"c{i}"] = values
     rule = Rule("demo", "Demo", "A demo rule.", tuple(Column(f"c{i}", k, "") for i, k in enumerate(kinds)),
                 lambda i, o: {}, ("kernels",))
-    result = Result(rule, rule.columns, frame, pool)
+    result = Result(rule.name, rule.title, rule.share, rule.columns, frame, pool)
     writers.CHUNK_ROWS, saved = chunk, writers.CHUNK_ROWS
     try:
         assert writers.to_csv(result) == expected(kinds, [frame[f"c{i}"].tolist() for i in range(len(kinds))], pool)

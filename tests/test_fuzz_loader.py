@@ -10,9 +10,11 @@ import os
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from asysstats.synth.writer import ReportWriter
+
 from conftest import run_cli
 
 EXAMPLES = int(os.environ.get("ASYS_FUZZ_EXAMPLES", "30"))

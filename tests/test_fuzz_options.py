@@ -8,11 +8,13 @@ from __future__ import annotations
 import os
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from asysstats.errors import AsysError
-from asysstats.rulebook import REGISTRY
-from asysstats.rulespec import parse_rule_args
+from asysstats.cli.selection import parse_rule_args
+from asysstats.core.errors import AsysError
+from asysstats.rules.registry import REGISTRY
+
 from conftest import run_cli
 
 EXAMPLES = int(os.environ.get("ASYS_FUZZ_EXAMPLES", "40"))

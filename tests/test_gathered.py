@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from asysstats.analysis.declarations import ROWS, Rule
 from asysstats.compute.distinct import Coded
-from asysstats.engine import Gathered, Result, shaped
-from asysstats.io import writers
-from asysstats.io.strings import StringPool
-from asysstats.io.tables import NA
-from asysstats.registry import INT, ROWS, TEXT, Column, Rule
+from asysstats.core.columns import INT, TEXT, Column
+from asysstats.core.result import Gathered, Result
+from asysstats.core.strings import StringPool
+from asysstats.core.tables import NA
+from asysstats.writing import writers
 
 RULE = Rule("demo", "Demo", "A demo rule.", (Column("Id", INT, ""), Column("Name", TEXT, "")), lambda i, o: {},
             ("kernels",), options=(ROWS,))
@@ -26,8 +28,8 @@ def test_gathered_columns_print_like_their_gathered_values(values, picks, chunk,
     index = np.array([p % len(base) for p in picks], dtype=np.int64)
     ids = np.where(base >= 0, words[np.abs(base) % 3], -1)
     numbers = np.where(base == -3, NA, base)
-    lazy = shaped(RULE, {"rows": rows}, {"Id": Gathered(numbers, index), "Name": Gathered(ids, index)}, pool)
-    plain = shaped(RULE, {"rows": rows}, {"Id": numbers[index], "Name": ids[index]}, pool)
+    lazy = RULE.shaped({"rows": rows}, {"Id": Gathered(numbers, index), "Name": Gathered(ids, index)}, pool)
+    plain = RULE.shaped({"rows": rows}, {"Id": numbers[index], "Name": ids[index]}, pool)
     assert lazy.rows == plain.rows and np.asarray(lazy.frame["Id"]).tolist() == plain.frame["Id"].tolist()
     writers.CHUNK_ROWS, saved = chunk, writers.CHUNK_ROWS
     try:
@@ -41,7 +43,7 @@ def test_a_gathered_slice_is_the_gathered_rows():
     column = Gathered(np.array([10, 20, 30]), np.array([2, 2, 0, 1]))
     assert len(column) == 4 and column[1:3].tolist() == [30, 10]
     assert np.asarray(column, dtype=np.float64).tolist() == [30.0, 30.0, 10.0, 20.0]
-    assert isinstance(Result(RULE, RULE.columns, {"Id": column, "Name": column}, StringPool()).rows, int)
+    assert isinstance(Result(RULE.name, RULE.title, RULE.share, RULE.columns, {"Id": column, "Name": column}, StringPool()).rows, int)
 
 
 def test_a_gathered_function_is_computed_for_the_rows_read():
@@ -79,8 +81,8 @@ def test_columns_coded_and_combined_once_print_like_their_gathered_values(rows, 
              "c4": few[index] // 2, "c5": ids[index], "c6": longer[index]}
     writers.CHUNK_ROWS, saved = chunk, writers.CHUNK_ROWS
     try:
-        expected = writers.to_csv(Result(WIDE, WIDE.columns, plain, pool))
-        assert writers.to_csv(Result(WIDE, WIDE.columns, lazy, pool)) == expected
+        expected = writers.to_csv(Result(WIDE.name, WIDE.title, WIDE.share, WIDE.columns, plain, pool))
+        assert writers.to_csv(Result(WIDE.name, WIDE.title, WIDE.share, WIDE.columns, lazy, pool)) == expected
         assert expected.count("\n") == rows + 1 and '"b,c"' in expected
     finally:
         writers.CHUNK_ROWS = saved

@@ -9,10 +9,12 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from asysstats.rules.activity import row_index
+from asysstats.analysis.activity import row_index
 from asysstats.synth.writer import NSYS, ReportWriter
+
 from conftest import run_cli
 
 SUM_HEADER = "Row#,Time (%),Total Time (ns),Num Calls,Avg (ns),Med (ns),Min (ns),Max (ns),StdDev (ns),Name,"

@@ -6,10 +6,11 @@ from __future__ import annotations
 import sqlite3
 
 import pytest
+from test_hggc_api import csv
 
 from asysstats.synth.writer import NSYS, ReportWriter
+
 from conftest import run_cli
-from test_hggc_api import csv
 
 DEVICE_HEADER = ("Row#,Device ID,Device Name,PCI Bus ID,hostname,UUID,Compute capability major,"
                  "Compute capability minor,CE number,CU number,Total memory (bytes),CU clock (Hz),Memory clock (Hz),")

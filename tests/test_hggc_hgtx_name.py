@@ -4,7 +4,6 @@ call on the launching thread prefixes the kernel name (conventions 13)."""
 from __future__ import annotations
 
 import pytest
-
 from test_hggc_api import csv
 
 PID = 100

@@ -6,11 +6,13 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_hggc_api import assert_summary, brute_summary, csv, run_json
 
 from asysstats.synth.writer import ReportWriter
+
 from conftest import run_cli
-from test_hggc_api import assert_summary, brute_summary, csv, run_json
 
 PID, TID = 100, 101
 THREAD, PROCESS = (PID << 24) | TID, PID << 24

@@ -7,11 +7,13 @@ import sqlite3
 import tempfile
 from pathlib import Path
 
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_hggc_api import assert_summary, brute_summary, csv, run_json
 
 from asysstats.synth.writer import NSYS, ReportWriter
+
 from conftest import run_cli
-from test_hggc_api import assert_summary, brute_summary, csv, run_json
 
 TRACE_HEADER = ("Row#,Start (ns),Duration (ns),CorrId,GrdX,GrdY,GrdZ,BlkX,BlkY,BlkZ,Reg/Trd,StcSMem (bytes),"
                 "DymSMem (bytes),Bytes (bytes),Throughput (B/s),SrcMemKd,DstMemKd,Device,Ctx,Strm,Name,")
@@ -145,7 +147,7 @@ def test_memory_summaries_match_brute_force(operations):
 def test_a_table_column_coded_among_stacked_tables_has_the_fill_elsewhere():
     import numpy as np
 
-    from asysstats.io.tables import NA
+    from asysstats.core.tables import NA
     from asysstats.rules.ppu_trace import table_coded
 
     ints = table_coded(np.array([5, 3, 5]), 1, 5, NA)

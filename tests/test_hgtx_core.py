@@ -1,4 +1,4 @@
-"""The HGTX core (asysstats.hgtx, nesting, launches, correlate): range loading and nesting,
+"""The HGTX core (asysstats.analysis.hgtx, nesting, launches, correlate): range loading and nesting,
 correlation with activities, projection, innermost names — against brute force."""
 
 from __future__ import annotations
@@ -10,14 +10,14 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from asysstats.analysis.correlate import correlate, ppu_activities, project
+from asysstats.analysis.hgtx import all_ranges
+from asysstats.analysis.inputs import Inputs
+from asysstats.analysis.launches import innermost_range_names
+from asysstats.analysis.nesting import nesting
 from asysstats.compute import intervals
-from asysstats.correlate import correlate, ppu_activities, project
-from asysstats.engine import Inputs
-from asysstats.hgtx import all_ranges
-from asysstats.launches import innermost_range_names
-from asysstats.nesting import nesting
-from asysstats.io.report import Report
-from asysstats.io.tables import NA
+from asysstats.core.tables import NA
+from asysstats.reading.sqlite import Report
 from asysstats.synth.writer import ReportWriter
 
 SETTINGS = settings(max_examples=40, deadline=None)

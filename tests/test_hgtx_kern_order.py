@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from asysstats.io.strings import StringPool
+from asysstats.core.strings import StringPool
 from asysstats.rules.hgtx_kernels import sorted_pairs, start_order
 
 

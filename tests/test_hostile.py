@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from asysstats.synth.writer import ReportWriter
+
 from conftest import fingerprint, run_cli
 
 KERNEL = "HGPTI_ACTIVITY_KIND_KERNEL"

@@ -5,15 +5,17 @@ from __future__ import annotations
 import json
 
 import numpy as np
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from asysstats.engine import Result
-from asysstats.io import writers
-from asysstats.io.arrow import from_texts
-from asysstats.io.jsonlines import float_text
-from asysstats.io.strings import StringPool
-from asysstats.io.tables import NA
-from asysstats.registry import DECIMAL, INT, PAIR_INT, PAIR_PERCENT, PAIR_TEXT, PERCENT, RATIO, TEXT, Column, Rule
+from asysstats.analysis.declarations import Rule
+from asysstats.compute.arrow import from_texts
+from asysstats.core.columns import DECIMAL, INT, PAIR_INT, PAIR_PERCENT, PAIR_TEXT, PERCENT, RATIO, TEXT, Column
+from asysstats.core.result import Result
+from asysstats.core.strings import StringPool
+from asysstats.core.tables import NA
+from asysstats.writing import writers
+from asysstats.writing.jsonlines import float_text
 
 COLUMNS = (Column("Count", INT, ""), Column("Truncated", INT, ""), Column("Time (%)", PERCENT, ""),
            Column("Ratio", RATIO, ""), Column('Value "x"', DECIMAL, ""), Column("Name", TEXT, ""),
@@ -47,7 +49,7 @@ def test_json_is_what_json_dumps_prints_of_the_typed_rows(data, decimals, chunk,
              "Counts": np.stack([column[INT](), column[INT]()], axis=1).reshape(rows, 2),
              "Shares": np.stack([column["float"](), column["float"]()], axis=1).reshape(rows, 2),
              "Names": np.stack([column["objects"](), column["objects"]()], axis=1).reshape(rows, 2)}
-    result = Result(RULE, COLUMNS, frame, pool)
+    result = Result(RULE.name, RULE.title, RULE.share, COLUMNS, frame, pool)
     expected = json.dumps(writers.rows_as_records(result, decimals), indent=1, ensure_ascii=False) + "\n"
     writers.CHUNK_ROWS, writers.FORMATTERS, saved = chunk, formatters, (writers.CHUNK_ROWS, writers.FORMATTERS)
     try:

@@ -12,10 +12,12 @@ import shutil
 import pyarrow as pa
 import pytest
 
-from asysstats.io import kineto_cache, kineto_parse
-from asysstats.io.cache import ColumnCache
-from asysstats.io.kineto import KinetoReport
-from asysstats.io.schema import TABLES
+from asysstats.reading.cache import ColumnCache
+from asysstats.reading.kineto import cache as kineto_cache
+from asysstats.reading.kineto import parse as kineto_parse
+from asysstats.reading.kineto.report import KinetoReport
+from asysstats.reading.schema import TABLES
+
 from conftest import CORPUS, fingerprint, run_cli
 
 KINETO = CORPUS / "kineto"

@@ -13,7 +13,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from asysstats.io.kineto import KinetoReport
+from asysstats.reading.kineto.report import KinetoReport
 
 PIDS = (100, 200)
 TIDS = (1, 2)

@@ -12,18 +12,21 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from asysstats.engine import Inputs, Result, Settings, run_rule
-from asysstats.io.report import Report
-from asysstats.io.schema import TABLES
-from asysstats.io.writers import render
-from asysstats.many.cluster import DaskExecutor, InlineExecutor
-from asysstats.many.hosts import MERGEABLE, PID_COLUMNS, run_merged, with_hosts
-from asysstats.many.identity import JobIds, Placement, place
-from asysstats.many.merged import open_merged
-from asysstats.many.reduce import FOLDED
-from asysstats.rulebook import REGISTRY
+from asysstats.analysis.inputs import Inputs, Settings
+from asysstats.api.merging.hosts import MERGEABLE, PID_COLUMNS, run_merged, with_hosts
+from asysstats.api.merging.reduce import FOLDED
+from asysstats.api.running import run_rule
+from asysstats.core.result import Result
+from asysstats.reading.merged.cluster import DaskExecutor, InlineExecutor
+from asysstats.reading.merged.identity import JobIds, Placement, place
+from asysstats.reading.merged.report import open_merged
+from asysstats.reading.schema import TABLES
+from asysstats.reading.sqlite import Report
+from asysstats.rules.registry import REGISTRY
 from asysstats.synth.llm.sample import build
 from asysstats.synth.writer import ENUMS, NULL, ReportWriter
+from asysstats.writing.writers import render
+
 from conftest import corpus_params, fingerprint, run_cli
 
 distributed = pytest.importorskip("dask.distributed")
@@ -169,7 +172,7 @@ def expected_from(raw: Result, merged) -> Result:
     """The concatenated report's result as the merged run prints it: pids in the merged
     numbering, then local ids and the Host column."""
     frame = {name: merged_pid(v) if name in PID_COLUMNS else v for name, v in raw.frame.items()}
-    return with_hosts(Result(raw.rule, raw.columns, frame, raw.strings), merged)
+    return with_hosts(Result(raw.name, raw.title, raw.share, raw.columns, frame, raw.strings), merged)
 
 
 CASES = [(name, {}) for name in MERGEABLE] + [

@@ -9,10 +9,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from asysstats.callstacks import chain_membership, group_labels, parse_groups
-from asysstats.io.strings import StringPool
-from asysstats.io.tables import EventTable
+from asysstats.analysis.callstacks import chain_membership, group_labels, parse_groups
+from asysstats.core.strings import StringPool
+from asysstats.core.tables import EventTable
 from asysstats.rules.memory_usage import released_pairs
+
 from conftest import corpus_params, fingerprint, run_cli
 
 SUMMARY = "Row#,PID,Device ID,Group List,Memory Usage,"

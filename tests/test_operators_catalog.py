@@ -8,18 +8,26 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from asysstats.engine import Inputs
-from asysstats.errors import AsysError
-from asysstats.io.report import open_report
-from asysstats.io.strings import StringPool
-from asysstats.operators.catalog import PEAK_FIELDS, find_device, read_device_spec
-from asysstats.operators.merge import merge_key
-from asysstats.operators.model import DEFAULT_FIELD, attention_work, device_peaks, gemm_work, moe_work, peak_arrays
-from asysstats.operators.parsers import parse_builtin
-from asysstats.operators.recognise import classify_kernels, type_filter
-from conftest import run_cli
 from test_operators_breakdown import build as deepgemm_report
+
+from asysstats.analysis.inputs import Inputs
+from asysstats.analysis.operators.catalog import PEAK_FIELDS, find_device, read_device_spec
+from asysstats.analysis.operators.merge import merge_key
+from asysstats.analysis.operators.model import (
+    DEFAULT_FIELD,
+    attention_work,
+    device_peaks,
+    gemm_work,
+    moe_work,
+    peak_arrays,
+)
+from asysstats.analysis.operators.parsers import parse_builtin
+from asysstats.analysis.operators.recognise import classify_kernels, type_filter
+from asysstats.core.errors import AsysError
+from asysstats.core.strings import StringPool
+from asysstats.reading.opening import open_report
+
+from conftest import run_cli
 
 SAMPLE = Path(__file__).resolve().parents[1] / "examples" / "sample.asysrep"
 

@@ -6,9 +6,9 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from asysstats.correlate import Pairs
-from asysstats.io.tables import EventTable
-from asysstats.operators.analysis import outer_order, outermost
+from asysstats.analysis.correlate import Pairs
+from asysstats.analysis.operators.analysis import outer_order, outermost
+from asysstats.core.tables import EventTable
 
 ranges = st.lists(st.tuples(st.integers(0, 4), st.integers(0, 4), st.integers(0, 2), st.integers(0, 2)),
                   min_size=1, max_size=8)  # start, length, rangeId, class

@@ -15,10 +15,11 @@ from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_operators_build import Build
 
 from asysstats.synth.writer import ReportWriter
+
 from conftest import run_cli
-from test_operators_build import Build
 
 kernel = st.tuples(st.integers(0, 1000), st.integers(0, 60), st.integers(0, 1))  # start, length, device
 operator = st.tuples(st.sampled_from(["aten::a", "aten::b", "aten::c"]), st.lists(kernel, min_size=1, max_size=3))

@@ -19,9 +19,9 @@ the relu kernel belongs to no operator (``others``).
 from __future__ import annotations
 
 import pytest
+from test_operators_build import Build, csv
 
 from conftest import run_cli
-from test_operators_build import Build, csv
 
 GEMM = "GemmEx,n,n,64,64,64,64,64,{ldc},1,0,1,DEFAULT,BF16,ALGO,32F,EPILOGUE_DEFAULT"
 ACBLAS = "ACBLAS:" + GEMM.format(ldc=64)

@@ -9,13 +9,13 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from asysstats.io.arrow import from_texts
-from asysstats.io.strings import StringPool
-from asysstats.io.tables import EventTable
-from asysstats.operators.merge import merge_key
-from asysstats.operators.parsers import parse_builtin
-from asysstats.operators.recognise import custom_rules, recognise_ranges, recognise_text, type_filter
-from asysstats.operators.torch_texts import torch_keys, torch_mask
+from asysstats.analysis.operators.merge import merge_key
+from asysstats.analysis.operators.parsers import parse_builtin
+from asysstats.analysis.operators.recognise import custom_rules, recognise_ranges, recognise_text, type_filter
+from asysstats.analysis.operators.torch_texts import torch_keys, torch_mask
+from asysstats.compute.arrow import from_texts
+from asysstats.core.strings import StringPool
+from asysstats.core.tables import EventTable
 
 heads = st.sampled_from(["aten::mm", "_C::rms_norm", "_moe_C::topk", "my::op", "my::op.out", "x::", "::y",
                          "aten::mm x", "aten:mm", "[acBLAS] --format=Gemm", "D_MoE,M_1", "aten::é", "1a::b", ""])
@@ -52,8 +52,8 @@ def test_fields_keep_their_commas_and_lose_outer_spaces() -> None:
 
 def test_bulk_recognition_does_not_import_pandas() -> None:
     """pa.scalar (a Python value given to a compute function) would import pandas."""
-    code = ("import sys\nfrom asysstats.io.arrow import from_texts\n"
-            "from asysstats.operators.torch_texts import torch_keys, torch_mask\n"
+    code = ("import sys\nfrom asysstats.compute.arrow import from_texts\n"
+            "from asysstats.analysis.operators.torch_texts import torch_keys, torch_mask\n"
             "texts = from_texts(['aten::mm, seq = 1', 'x'])\n"
             "torch_mask(texts), torch_keys(texts, False)\nprint('pandas' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

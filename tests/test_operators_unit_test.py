@@ -8,9 +8,9 @@ import subprocess
 import sys
 
 import pytest
+from test_operators_build import Build
 
 from conftest import run_cli
-from test_operators_build import Build
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 

@@ -11,7 +11,8 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from asysstats.compute import partials as p
 from asysstats.compute.grouped import grouped_stats

@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from asysstats.synth.writer import NSYS, ReportWriter
+
 from conftest import corpus_params, fingerprint, run_cli
 
 TRACE = ("Row#,Start (ns),Duration (ns),Overlap (ns),Desync Rate (%),Last Process,Last Device,Last Kernel,"

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from asysstats.synth.writer import ReportWriter
+
 from conftest import corpus_params, fingerprint, run_cli
 
 HEADER = ("Row#,Trans Time (ns),Trans Percent (%),Total Time (ns),Instances,Device Mask,Trans Size (bytes),"

@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from asysstats.synth.writer import NSYS, ReportWriter
+
 from conftest import corpus_params, fingerprint, run_cli
 
 HEADER = "Row#,PID,Device ID,TID,Channel ID,Channel Type,Name,Total Time,Instances,Avg,Med,Min,Max,Stdev,"

@@ -7,8 +7,10 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from asysstats import progress as progress_module, runs
-from asysstats.progress import progress
+from asysstats.cli import progress as progress_module
+from asysstats.cli import runs
+from asysstats.cli.progress import progress
+
 from conftest import run_cli
 
 SAMPLE = Path(__file__).resolve().parents[1] / "examples" / "sample.asysrep"

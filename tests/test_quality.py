@@ -6,13 +6,15 @@ import json
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from asysstats.engine import Inputs, Settings
-from asysstats.nesting import nesting
-from asysstats.io.report import Report
-from asysstats.io.tables import EventTable
-from asysstats.quality import nesting_breaks, report_check
+from asysstats.analysis.inputs import Inputs, Settings
+from asysstats.analysis.nesting import nesting
+from asysstats.core.tables import EventTable
+from asysstats.reading.sqlite import Report
+from asysstats.rules.quality import nesting_breaks, report_check
+
 from conftest import corpus_params, fingerprint, run_cli
 
 PID = 1 << 24

@@ -6,9 +6,11 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from asysstats.synth.writer import ReportWriter
+
 from conftest import corpus_params, fingerprint, run_cli
 
 RULE = "hgtx_step_sum"

@@ -8,13 +8,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from asysstats.compute import textindex
+from asysstats.compute.arrow import from_texts
 from asysstats.compute.distinct import DERIVED_BASE
-from asysstats.io import textindex
-from asysstats.io.arrow import from_texts
-from asysstats.io.strings import StringPool
-from asysstats.io.textindex import TextIndex, fingerprints
+from asysstats.compute.textindex import TextIndex, fingerprints
+from asysstats.core.strings import StringPool
 
 SETTINGS = settings(max_examples=150, deadline=None)
 texts = st.one_of(st.text("ab", max_size=40), st.text("ab-é\0", max_size=6), st.sampled_from(["Memset", "x" * 30]))

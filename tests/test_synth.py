@@ -8,12 +8,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from asysstats.io.report import Report
-from asysstats.io.schema import TABLES
-from asysstats.names import demangle
+from asysstats.analysis.names import demangle
+from asysstats.reading.schema import TABLES
+from asysstats.reading.sqlite import Report
 from asysstats.synth.generator import write_sample
 from asysstats.synth.llm.catalog import BLOCK_STEPS, DEVICES, KERNELS
 from asysstats.synth.writer import NULL, ReportWriter
+
 from conftest import fingerprint, run_cli
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "sample.asysrep"

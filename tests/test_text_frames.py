@@ -8,17 +8,17 @@ from pathlib import Path
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from asysstats.engine import Result
-from asysstats.hgtx import all_ranges
-from asysstats.text_columns import range_stacks
-from asysstats.io.arrow import from_texts
-from asysstats.io.report import Report
-from asysstats.io.strings import StringPool
-from asysstats.io.writers import to_column, to_csv, to_json, to_lines
-from asysstats.registry import TEXT, Column, Rule
-from asysstats.synth.writer import ReportWriter
 from test_hgtx_core import PUSHPOP, gtid, program, stack_program
+
+from asysstats.analysis.declarations import Rule
+from asysstats.analysis.hgtx import all_ranges, range_stacks
+from asysstats.compute.arrow import from_texts
+from asysstats.core.columns import TEXT, Column
+from asysstats.core.result import Result
+from asysstats.core.strings import StringPool
+from asysstats.reading.sqlite import Report
+from asysstats.synth.writer import ReportWriter
+from asysstats.writing.writers import to_column, to_csv, to_json, to_lines
 
 texts = st.lists(st.text(st.characters(blacklist_characters="\0", blacklist_categories=("Cs",)), max_size=12),
                  max_size=30)
@@ -28,7 +28,7 @@ texts = st.lists(st.text(st.characters(blacklist_characters="\0", blacklist_cate
 @given(texts)
 def test_writers_print_a_text_column_like_python_strings(values):
     rule = Rule("demo", "Demo", "A demo rule.", (Column("Text", TEXT, "text"),), lambda i, o: {}, ("hgtx",))
-    as_column, as_objects = (Result(rule, rule.columns, {"Text": v}, StringPool())
+    as_column, as_objects = (Result(rule.name, rule.title, rule.share, rule.columns, {"Text": v}, StringPool())
                              for v in (from_texts(values), np.array(values, dtype=object)))
     for writer in (to_csv, to_column, to_json, to_lines):
         assert writer(as_column) == writer(as_objects)

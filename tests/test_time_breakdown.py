@@ -7,10 +7,12 @@ import json
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from asysstats.compute import intervals
 from asysstats.synth.writer import ReportWriter
+
 from conftest import corpus_params, fingerprint, run_cli
 
 RULE = "hggc_ppu_time_breakdown"

@@ -7,10 +7,12 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from asysstats.compute.intervals import start_order_gaps
 from asysstats.synth.writer import ReportWriter
+
 from conftest import corpus_params, fingerprint, run_cli
 
 RULE = "hggc_ppu_timeline_sum"

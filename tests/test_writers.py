@@ -12,14 +12,16 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from asysstats.engine import Result
-from asysstats.errors import AsysError
-from asysstats.io.format import cells, quoted, typed_column
-from asysstats.io.strings import StringPool
-from asysstats.io.tables import NA
-from asysstats.io import writers
-from asysstats.io.writers import to_column, to_csv
-from asysstats.registry import DECIMAL, INT, PERCENT, TEXT, Column, Rule
+from asysstats.analysis.declarations import Rule
+from asysstats.core.columns import DECIMAL, INT, PERCENT, TEXT, Column
+from asysstats.core.errors import AsysError
+from asysstats.core.result import Result
+from asysstats.core.strings import StringPool
+from asysstats.core.tables import NA
+from asysstats.writing import writers
+from asysstats.writing.format import cells, quoted, typed_column
+from asysstats.writing.writers import to_column, to_csv
+
 from conftest import fingerprint, run_cli
 
 RULE = Rule("demo", "Demo", "A demo rule.", (
@@ -32,7 +34,7 @@ def demo(pool=None) -> Result:
     frame = {"Time (%)": np.array([2.25, 0.05, np.nan]), "Total (ns)": np.array([9021.8, NA, -3.7]),
              "Value": np.array([1600518599.66, -0.04, 98.75]),
              "Name": np.array(['say "hi", then: go', None, "plain"], dtype=object)}
-    return Result(RULE, RULE.columns, frame, pool)
+    return Result(RULE.name, RULE.title, RULE.share, RULE.columns, frame, pool)
 
 
 def test_csv_quotes_text_truncates_integers_and_rounds_half_away():
@@ -73,7 +75,7 @@ def many_rows(rows: int = 10) -> Result:
                                                                                   np.arange(rows) ** 11),
              "Value": np.where(np.arange(rows) == 2, np.nan, np.arange(rows) / 3),
              "Name": np.array([None if i == 3 else "n" * (i + 1) + '"' for i in range(rows)], dtype=object)}
-    return Result(RULE, RULE.columns, frame, StringPool())
+    return Result(RULE.name, RULE.title, RULE.share, RULE.columns, frame, StringPool())
 
 
 def test_columns_of_many_rows_are_measured_then_written_a_piece_at_a_time(monkeypatch):
@@ -180,7 +182,7 @@ def test_output_next_to_report_and_overwrite_protection(report):
 
 def test_csv_of_many_rows_streams_in_chunks_equal_to_one_piece(monkeypatch):
     frame = {"Total Time (ns)": np.arange(10), "Name": np.array([f'n"{i % 3}' for i in range(10)], dtype=object)}
-    result = Result(RULE, (Column("Total Time (ns)", INT, ""), Column("Name", TEXT, "")), frame, StringPool())
+    result = Result(RULE.name, RULE.title, RULE.share, (Column("Total Time (ns)", INT, ""), Column("Name", TEXT, "")), frame, StringPool())
     whole = to_csv(result)
     monkeypatch.setattr(writers, "CHUNK_ROWS", 3)
     monkeypatch.setattr(writers, "FORMATTERS", 1)
@@ -208,7 +210,7 @@ def test_pieces_made_side_by_side_load_each_report_string_once(monkeypatch):
 
     def csv(formatters):
         monkeypatch.setattr(writers, "FORMATTERS", formatters)
-        return to_csv(Result(RULE, columns, {"Total (ns)": np.arange(len(ids)), "Name": ids}, StringPool(fetch)))
+        return to_csv(Result(RULE.name, RULE.title, RULE.share, columns, {"Total (ns)": np.arange(len(ids)), "Name": ids}, StringPool(fetch)))
 
     monkeypatch.setattr(writers, "CHUNK_ROWS", 12)
     alone = csv(1)
@@ -231,7 +233,7 @@ def test_missing_output_directory_is_an_error(report, tmp_path):
 
 
 def test_output_errors_stop_the_run_before_any_rule_runs(report, tmp_path, monkeypatch):
-    from asysstats.many import session
+    from asysstats.api import reports as session
 
     monkeypatch.setattr(session, "run_rule", lambda *a: pytest.fail("a rule ran"))
     run = run_cli("stats", "-r", "hggc_ppu_kern_sum,hggc_ppu_kern_sum:base", "-o", "%", "-o",
@@ -282,16 +284,16 @@ def test_a_run_imports_only_what_it_needs(writer, fmt):
     writer.add("hgtx", start=[0, 1], end=[9, None], eventType=[59, 34], text=["range", "mark"], globalTid=1)
     writer.close()
     report = writer.path
-    code = ("import sys\nfrom asysstats.cli import main\n"
+    code = ("import sys\nfrom asysstats.cli.app import main\n"
             f"sys.argv = ['asys', 'stats', '-r', 'hggc_ppu_kern_sum,hggc_ppu_kern_sum:base,hgtx_sum', '--format', '{fmt}', "
             f"'--no-cache', {str(report)!r}]\n"
             "try:\n    main()\nexcept SystemExit as exc:\n    assert exc.code in (0, None), exc.code\n"
             "print('pandas' in sys.modules)\n"
-            "print(sorted(m for m in sys.modules if m.startswith(('asysstats.rules.', 'asysstats.operators', "
-            "'asysstats.io.kineto'))))\n"
-            "print([m for m in ('regex', 'subprocess', 'asysstats.quality') if m in sys.modules])")
+            "print(sorted(m for m in sys.modules if m.startswith(('asysstats.rules.', 'asysstats.analysis.operators', "
+            "'asysstats.reading.kineto.report'))))\n"
+            "print([m for m in ('regex', 'subprocess', 'asysstats.rules.quality') if m in sys.modules])")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.splitlines()[-3] == "False" and "plain" in done.stdout
     assert done.stdout.splitlines()[-2] == str(["asysstats.rules.hgtx_ranges", "asysstats.rules.kernels",
-                                                "asysstats.rules.summary"])
+                                                "asysstats.rules.registry"])
     assert done.stdout.splitlines()[-1] == "[]"

@@ -1,7 +1,7 @@
 """Distinct values of integer columns (string ids above all) and the rows coded by them; the
 order of rows by a key of mostly distinct values, equal ones ordered by more keys.
 
-Report string ids are dense from 0 and derived string ids (:mod:`asysstats.io.strings`) dense
+Report string ids are dense from 0 and derived string ids (:mod:`asysstats.core.strings`) dense
 from ``DERIVED_BASE``: both are counted in a presence table, in time linear in the rows,
 instead of sorted.
 """
@@ -135,7 +135,7 @@ class Coded:
         return Coded(self.values, narrowed(self.codes, len(self.values)))
 
     def __getitem__(self, index: np.ndarray | slice) -> np.ndarray:
-        """The values of the rows ``index`` selects (a :class:`~asysstats.engine.Gathered` column may be coded)."""
+        """The values of the rows ``index`` selects (a :class:`~asysstats.analysis.inputs.Gathered` column may be coded)."""
         return self.values[self.codes[index]]
 
     def take(self, index: np.ndarray) -> "Coded":

@@ -12,11 +12,12 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from asysstats.analysis.declarations import RANGE_MODE, Option, Rule
+from asysstats.analysis.inputs import Inputs
 from asysstats.compute.grouped import group_by
 from asysstats.compute.intervals import busy_per_window, gaps
-from asysstats.engine import Inputs
-from asysstats.io.tables import NA, EventTable
-from asysstats.registry import INT, PERCENT, RANGE_MODE, Column, Option, Rule
+from asysstats.core.columns import INT, PERCENT, Column
+from asysstats.core.tables import NA, EventTable
 
 ACTIVITY_KINDS = ("kernels", "memcpy", "memset")
 ROWS_50 = Option("rows", "int", "Maximum number of rows to print.", 50, minimum=1)

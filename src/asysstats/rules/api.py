@@ -7,12 +7,14 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from asysstats.analysis.activity import row_index, take_or_na
+from asysstats.analysis.declarations import ROWS, Rule
+from asysstats.analysis.inputs import Inputs
+from asysstats.analysis.summary import Rows, Summary, keyed_frame, stat_columns
 from asysstats.compute.distinct import Coded, tie_order
-from asysstats.engine import Gathered, Inputs
-from asysstats.io.schema import NSYS
-from asysstats.registry import INT, ROWS, TEXT, Column, Rule
-from asysstats.rules.activity import row_index, take_or_na
-from asysstats.rules.summary import Rows, Summary, keyed_frame, stat_columns
+from asysstats.core.columns import INT, TEXT, Column
+from asysstats.core.result import Gathered
+from asysstats.reading.schema import NSYS
 
 API_COLUMNS = ("start", "end", "globalTid", "correlationId", "nameId")
 # Nsight Systems exports name runtime APIs with the version they appeared in

@@ -12,15 +12,16 @@ from typing import Any, Mapping
 import numpy as np
 import regex
 
+from asysstats.analysis.declarations import DEVICE, NAME_OPTIONS, ROWS, Rule, name_mode
+from asysstats.analysis.inputs import Inputs
+from asysstats.analysis.names import kernel_name_ids
+from asysstats.analysis.summary import Rows, Stats, Summary
 from asysstats.compute.distinct import distinct
 from asysstats.compute.grouped import share_percent
-from asysstats.engine import Inputs
-from asysstats.io.strings import StringPool
-from asysstats.names import kernel_name_ids
-from asysstats.regexes import compile_user_regex, search
-from asysstats.registry import DEVICE, INT, NAME_OPTIONS, PERCENT, ROWS, TEXT, Column, Rule, name_mode
+from asysstats.core.columns import INT, PERCENT, TEXT, Column
+from asysstats.core.regexes import compile_user_regex, search
+from asysstats.core.strings import StringPool
 from asysstats.rules.kernels import KERNEL_COLUMNS, on_devices
-from asysstats.rules.summary import Rows, Stats, Summary
 
 RULE_NAME = "hggc_ppu_kern_category_sum"
 OTHER = "other"

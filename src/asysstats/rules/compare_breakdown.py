@@ -2,7 +2,7 @@
 layered operator breakdowns of two reports (``ppu_op_kernel_breakdown``, ``ppu_op_breakdown``).
 
 Each side's rows are the single rule's rows, made from the same statistics
-(:func:`asysstats.operators.layers.breakdown`), plus the layers' merge keys.
+(:func:`asysstats.analysis.operators.layers.breakdown`), plus the layers' merge keys.
 Rows match level by level: the framework operator by type and match key
 (:func:`compare_operators.match_key`; ``Native`` by type), the library operator inside it
 by match key (``Native``, ``Idle`` by name), the kernel inside that by name. A row is the
@@ -21,18 +21,29 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from asysstats.analysis.comparison import (
+    DEVICE_NAME,
+    MATCHED_ONLY,
+    TOP,
+    Pairing,
+    as_float,
+    device_label,
+    match_rows,
+    name_rank,
+    resolved,
+    taken,
+    target_over_base,
+)
+from asysstats.analysis.declarations import NAME_OPTIONS, NO_GRAPH_MAPPING, Rule, name_mode
+from asysstats.analysis.inputs import Inputs
+from asysstats.analysis.operators.analysis import analyse
+from asysstats.analysis.operators.common import ALL_MERGES, OP, READS, REQUIRES, SCOPE, order_by
+from asysstats.analysis.operators.layers import IDLE, NATIVE, breakdown
 from asysstats.compute.intervals import set_difference
-from asysstats.engine import Inputs
-from asysstats.io.tables import NA
-from asysstats.operators.analysis import analyse
-from asysstats.operators.layers import IDLE, NATIVE, breakdown
-from asysstats.registry import (INT, NAME_OPTIONS, NO_GRAPH_MAPPING, PAIR_TEXT, PERCENT, RATIO, TEXT, Column, Frame,
-                                Rule, name_mode)
-from asysstats.rules.compare_common import (DEVICE_NAME, MATCHED_ONLY, TOP, Pairing, as_float, device_label,
-                                            match_rows, name_rank, resolved, taken, target_over_base)
+from asysstats.core.columns import INT, PAIR_TEXT, PERCENT, RATIO, TEXT, Column, Frame
+from asysstats.core.tables import NA
 from asysstats.rules.compare_operators import match_key
 from asysstats.rules.operators_breakdown import ORDERS, library_utilisation, nested_order, percent
-from asysstats.rules.operators_common import ALL_MERGES, OP, READS, REQUIRES, SCOPE, order_by
 
 SENTINELS = {NATIVE: "<native>", IDLE: "<idle>"}
 ORDER_COLUMNS = {"time": "Time (%)", "avg": "Avg (ns)", "instances": "Instances"}  # order-by -> level column

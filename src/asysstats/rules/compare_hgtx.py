@@ -3,9 +3,17 @@ HGTX ranges matched by name and style."""
 
 from __future__ import annotations
 
-from asysstats.registry import PAIR_INT, PAIR_PERCENT, PAIR_TEXT
-from asysstats.rules.compare_common import BASE, DEVICE_NAME, TARGET, comparison_rule, pair, ratio, side, \
-    single_rule_frame
+from asysstats.analysis.comparison import (
+    BASE,
+    DEVICE_NAME,
+    TARGET,
+    comparison_rule,
+    pair,
+    ratio,
+    side,
+    single_rule_frame,
+)
+from asysstats.core.columns import PAIR_INT, PAIR_PERCENT, PAIR_TEXT
 from asysstats.rules.hgtx_projection import PROJ_SUM
 
 

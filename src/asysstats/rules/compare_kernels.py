@@ -3,9 +3,19 @@ matched by name (in the chosen name mode)."""
 
 from __future__ import annotations
 
-from asysstats.registry import DEVICE, HGTX_NAME, NAME_OPTIONS, PAIR_INT, PAIR_PERCENT, PAIR_TEXT
-from asysstats.rules.compare_common import BASE, DEVICE_NAME, TARGET, TOP, comparison_rule, pair, ratio, \
-    side, single_rule_frame
+from asysstats.analysis.comparison import (
+    BASE,
+    DEVICE_NAME,
+    TARGET,
+    TOP,
+    comparison_rule,
+    pair,
+    ratio,
+    side,
+    single_rule_frame,
+)
+from asysstats.analysis.declarations import DEVICE, HGTX_NAME, NAME_OPTIONS
+from asysstats.core.columns import PAIR_INT, PAIR_PERCENT, PAIR_TEXT
 from asysstats.rules.kernels import KERN_SUM
 
 CELLS = (

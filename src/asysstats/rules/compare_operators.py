@@ -16,11 +16,22 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from asysstats.engine import Inputs
-from asysstats.registry import NO_GRAPH_MAPPING, PAIR_INT, PAIR_PERCENT, PAIR_TEXT, Frame
-from asysstats.rules.compare_common import BASE, DEVICE_NAME, EITHER, TARGET, TOP, comparison_rule, pair, ratio, \
-    side, single_rule_frame
-from asysstats.rules.operators_common import ALL_MERGES, OP, SCOPE, order_by
+from asysstats.analysis.comparison import (
+    BASE,
+    DEVICE_NAME,
+    EITHER,
+    TARGET,
+    TOP,
+    comparison_rule,
+    pair,
+    ratio,
+    side,
+    single_rule_frame,
+)
+from asysstats.analysis.declarations import NO_GRAPH_MAPPING
+from asysstats.analysis.inputs import Inputs
+from asysstats.analysis.operators.common import ALL_MERGES, OP, SCOPE, order_by
+from asysstats.core.columns import PAIR_INT, PAIR_PERCENT, PAIR_TEXT, Frame
 from asysstats.rules.operators_summary import OP_SUM, SUM_ORDER, TYPE_SUM
 
 VENDOR = re.compile(r"(?i)\b(?:AC|CU)(?=BLAS)|\b[PN](?=CCL)")

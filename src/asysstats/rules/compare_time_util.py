@@ -12,11 +12,12 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from asysstats.engine import Inputs
-from asysstats.registry import INT, PAIR_INT, PAIR_PERCENT, PAIR_TEXT, RANGE_MODE, Frame
-from asysstats.rules.activity import device_names
+from asysstats.analysis.activity import device_names
+from asysstats.analysis.comparison import BASE, DEVICE_NAME, TARGET, comparison_rule, pair, side
+from asysstats.analysis.declarations import RANGE_MODE
+from asysstats.analysis.inputs import Inputs
+from asysstats.core.columns import INT, PAIR_INT, PAIR_PERCENT, PAIR_TEXT, Frame
 from asysstats.rules.analyze import ACTIVITY_KINDS, PPU_TIME_UTIL
-from asysstats.rules.compare_common import BASE, DEVICE_NAME, TARGET, comparison_rule, pair, side
 
 WHOLE_RANGE = {"chunks": 1, "threshold": 101, "merge-process-id": True}  # one chunk per device, always reported
 

@@ -11,10 +11,11 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from asysstats.engine import Inputs
-from asysstats.io.tables import NA
-from asysstats.registry import INT, ROWS, TEXT, Column, Rule
-from asysstats.rules.activity import row_index, take_or_na
+from asysstats.analysis.activity import row_index, take_or_na
+from asysstats.analysis.declarations import ROWS, Rule
+from asysstats.analysis.inputs import Inputs
+from asysstats.core.columns import INT, TEXT, Column
+from asysstats.core.tables import NA
 
 COLUMNS = (
     Column("Device ID", INT, "PPU device identifier"),

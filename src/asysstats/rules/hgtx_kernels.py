@@ -12,21 +12,31 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from asysstats.analysis.activity import take_or_na
+from asysstats.analysis.correlate import Pairs, activity_table, correlate
+from asysstats.analysis.declarations import (
+    DEVICE,
+    NAME_OPTIONS,
+    NO_GRAPH_MAPPING,
+    RANGE_EXCLUDE,
+    RANGE_INCLUDE,
+    Option,
+    Rule,
+    name_mode,
+)
+from asysstats.analysis.hgtx import load_ranges, name_filter
+from asysstats.analysis.inputs import Inputs
+from asysstats.analysis.launches import launch_rows, runtime_calls
+from asysstats.analysis.names import kernel_name_codes, kernel_name_ids
 from asysstats.compute.distinct import Coded, tie_order
 from asysstats.compute.grouped import dense_group_ids, grouped_stats
 from asysstats.compute.intervals import distinct_sorted
 from asysstats.compute.keys import pair_key
-from asysstats.correlate import Pairs, activity_table, correlate
-from asysstats.engine import Gathered, Inputs
-from asysstats.hgtx import load_ranges, name_filter
-from asysstats.io.memory import release_memory
-from asysstats.io.strings import StringPool
-from asysstats.io.tables import NA, EventTable
-from asysstats.launches import launch_rows, runtime_calls
-from asysstats.names import kernel_name_codes, kernel_name_ids
-from asysstats.registry import (DEVICE, INT, NAME_OPTIONS, NO_GRAPH_MAPPING, RANGE_EXCLUDE, RANGE_INCLUDE, TEXT,
-                                Column, Option, Rule, name_mode)
-from asysstats.rules.activity import take_or_na
+from asysstats.core.columns import INT, TEXT, Column
+from asysstats.core.memory import release_memory
+from asysstats.core.result import Gathered
+from asysstats.core.strings import StringPool
+from asysstats.core.tables import NA, EventTable
 from asysstats.rules.kernel_traces import dimension_ids
 
 STANDALONE = Option("standalone", "flag", "Include kernels correlated with no HGTX range (HGTX cells '-').", False)

@@ -11,16 +11,15 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from asysstats.analysis.correlate import Projection, correlate, ppu_activities, project
+from asysstats.analysis.declarations import DEVICE, NO_GRAPH_MAPPING, RANGE_EXCLUDE, RANGE_INCLUDE, RANGE_MODE, Rule
+from asysstats.analysis.hgtx import load_ranges, name_filter, range_stacks
+from asysstats.analysis.inputs import Inputs
 from asysstats.compute.grouped import grouped_stats, share_percent
 from asysstats.compute.intervals import covered_length_by_group
-from asysstats.correlate import Projection, correlate, ppu_activities, project
-from asysstats.engine import Gathered, Inputs
-from asysstats.hgtx import load_ranges, name_filter
-from asysstats.io.tables import EventTable
-from asysstats.registry import (DEVICE, INT, NO_GRAPH_MAPPING, PERCENT, RANGE_EXCLUDE, RANGE_INCLUDE, RANGE_MODE,
-                                TEXT, Column, Rule)
-from asysstats.text_columns import range_stacks
-
+from asysstats.core.columns import INT, PERCENT, TEXT, Column
+from asysstats.core.result import Gathered
+from asysstats.core.tables import EventTable
 
 RANGE_CELLS = ("rangeId", "name", "style", "globalTid", "pid", "tid", "start", "end", "level", "parentId",
                "children")

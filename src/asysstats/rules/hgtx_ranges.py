@@ -7,15 +7,17 @@ from typing import Any, Mapping
 import numpy as np
 import pyarrow.compute as pc
 
+from asysstats.analysis.declarations import ROWS, Option, Rule
+from asysstats.analysis.hgtx import load_ranges, range_stacks
+from asysstats.analysis.inputs import Inputs
+from asysstats.analysis.summary import Rows, Summary, keyed_frame, stat_columns
+from asysstats.compute.arrow import from_numpy, text
 from asysstats.compute.distinct import distinct, tie_order
-from asysstats.engine import Gathered, Inputs
-from asysstats.hgtx import load_ranges
-from asysstats.io.arrow import from_numpy, text
-from asysstats.io.tables import EventTable
-from asysstats.regexes import search
-from asysstats.registry import INT, ROWS, TEXT, Column, Option, Rule
-from asysstats.rules.summary import Rows, Summary, keyed_frame, stat_columns
-from asysstats.text_columns import TextColumn, range_stacks
+from asysstats.core.columns import INT, TEXT, Column
+from asysstats.core.regexes import search
+from asysstats.core.result import Gathered
+from asysstats.core.tables import EventTable
+from asysstats.writing.textcolumns import TextColumn
 
 PROCESS = Option("process", "int_list", "Process ids to analyse, separated by '/' (default: all).", None, minimum=0)
 THREAD = Option("thread", "int_list", "Thread ids to analyse, separated by '/' (default: all).", None, minimum=0)

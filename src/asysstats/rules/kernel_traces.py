@@ -7,14 +7,16 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from asysstats.analysis.activity import row_index, triple_ids
+from asysstats.analysis.declarations import DEVICE, HGTX_NAME, NAME_OPTIONS, ROWS, Rule
+from asysstats.analysis.inputs import Inputs
+from asysstats.analysis.summary import Rows, Stats, Summary, output_order, stat_cells, stat_columns
 from asysstats.compute.distinct import tie_order
-from asysstats.engine import Gathered, Inputs
-from asysstats.io.tables import NA
-from asysstats.registry import DEVICE, HGTX_NAME, INT, NAME_OPTIONS, ROWS, TEXT, Column, Rule
-from asysstats.rules.activity import row_index, triple_ids
+from asysstats.core.columns import INT, TEXT, Column
+from asysstats.core.result import Gathered
+from asysstats.core.tables import NA
 from asysstats.rules.api import API_COLUMNS, api_name_ids
 from asysstats.rules.kernels import KERNEL_COLUMNS, kernel_name_key, kernel_names, on_devices
-from asysstats.rules.summary import Rows, Stats, Summary, output_order, stat_cells, stat_columns
 
 DIMENSIONS = ("gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ")
 GB_COLUMNS = KERNEL_COLUMNS + ("contextId", "streamId") + DIMENSIONS

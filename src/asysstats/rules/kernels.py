@@ -6,13 +6,14 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from asysstats.analysis.declarations import DEVICE, HGTX_NAME, NAME_OPTIONS, ROWS, Rule, name_mode
+from asysstats.analysis.inputs import Inputs
+from asysstats.analysis.launches import innermost_range_names
+from asysstats.analysis.names import kernel_name_codes, prefixed_ids
+from asysstats.analysis.summary import Rows, Summary, keyed_frame, stat_columns
 from asysstats.compute.distinct import Coded
-from asysstats.engine import Inputs
-from asysstats.io.tables import EventTable
-from asysstats.launches import innermost_range_names
-from asysstats.names import kernel_name_codes, prefixed_ids
-from asysstats.registry import DEVICE, HGTX_NAME, NAME_OPTIONS, ROWS, TEXT, Column, Rule, name_mode
-from asysstats.rules.summary import Rows, Summary, keyed_frame, stat_columns
+from asysstats.core.columns import TEXT, Column
+from asysstats.core.tables import EventTable
 
 KERNEL_COLUMNS = ("start", "end", "deviceId", "correlationId", "globalPid", "demangledName", "shortName", "mangledName")
 

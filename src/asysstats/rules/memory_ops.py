@@ -10,10 +10,11 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from asysstats.engine import Inputs
-from asysstats.registry import ROWS, TEXT, Column, Rule
-from asysstats.rules.activity import kind_label_ids
-from asysstats.rules.summary import Rows, Summary, keyed_frame, stat_columns
+from asysstats.analysis.activity import kind_label_ids
+from asysstats.analysis.declarations import ROWS, Rule
+from asysstats.analysis.inputs import Inputs
+from asysstats.analysis.summary import Rows, Summary, keyed_frame, stat_columns
+from asysstats.core.columns import TEXT, Column
 
 OPERATION = Column("Operation", TEXT, "Name of the memory operation")
 

@@ -7,12 +7,13 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from asysstats.callstacks import chain_membership, group_labels, parse_groups
+from asysstats.analysis.callstacks import chain_membership, group_labels, parse_groups
+from asysstats.analysis.declarations import Option, Rule
+from asysstats.analysis.inputs import Inputs
 from asysstats.compute.grouped import group_by
 from asysstats.compute.keys import lookup, pair_key
-from asysstats.engine import Inputs
-from asysstats.io.tables import NA, EventTable
-from asysstats.registry import INT, TEXT, Column, Option, Rule
+from asysstats.core.columns import INT, TEXT, Column
+from asysstats.core.tables import NA, EventTable
 
 ALLOC, FREE = 0, 1
 MEMORY_COLUMNS = ("start", "globalPid", "globalTid", "deviceId", "contextId", "address", "bytes",

@@ -10,13 +10,15 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from asysstats.analysis.activity import row_index
+from asysstats.analysis.declarations import DEVICE, ROWS, Option, Rule
+from asysstats.analysis.inputs import Inputs
 from asysstats.compute.distinct import distinct, narrowed
 from asysstats.compute.grouped import group_by
-from asysstats.engine import Gathered, Inputs
-from asysstats.io.tables import NA
-from asysstats.regexes import search
-from asysstats.registry import DECIMAL, DEVICE, INT, ROWS, TEXT, Column, Option, Rule
-from asysstats.rules.activity import row_index
+from asysstats.core.columns import DECIMAL, INT, TEXT, Column
+from asysstats.core.regexes import search
+from asysstats.core.result import Gathered
+from asysstats.core.tables import NA
 from asysstats.rules.kernels import on_devices
 
 METRICS = Option("metrics", "regex", "Only metrics whose name matches this regular expression (default: all).")

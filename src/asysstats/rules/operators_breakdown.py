@@ -1,7 +1,7 @@
 """PPU operator breakdowns: ``ppu_op_kernel_breakdown`` (down to kernels) and
 ``ppu_op_breakdown`` (down to library operators, with utilisations).
 
-Layers, ``Native``, ``Idle`` and the Total Time are those of :mod:`asysstats.operators.layers`.
+Layers, ``Native``, ``Idle`` and the Total Time are those of :mod:`asysstats.analysis.operators.layers`.
 Rows nest: framework groups, then library groups inside each, then kernels inside each,
 every level sorted by ``order-by`` (``time``, the default, ``avg``, ``instances``:
 descending; ``name``: ascending), ties by name. In ``ppu_op_kernel_breakdown`` the ``Avg``
@@ -14,14 +14,15 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from asysstats.analysis.declarations import NAME_OPTIONS, NO_GRAPH_MAPPING, ROWS, Rule, name_mode
+from asysstats.analysis.inputs import Inputs
+from asysstats.analysis.operators.analysis import Analysis, analyse
+from asysstats.analysis.operators.common import ALL_MERGES, OP, READS, REQUIRES, SCOPE, order_by
+from asysstats.analysis.operators.layers import Breakdown, breakdown
+from asysstats.analysis.operators.model import peak_arrays
 from asysstats.compute.intervals import set_difference
-from asysstats.engine import Inputs
-from asysstats.io.tables import NA
-from asysstats.operators.analysis import Analysis, analyse
-from asysstats.operators.layers import Breakdown, breakdown
-from asysstats.operators.model import peak_arrays
-from asysstats.registry import INT, NAME_OPTIONS, NO_GRAPH_MAPPING, PERCENT, ROWS, TEXT, Column, Rule, name_mode
-from asysstats.rules.operators_common import ALL_MERGES, OP, READS, REQUIRES, SCOPE, order_by
+from asysstats.core.columns import INT, PERCENT, TEXT, Column
+from asysstats.core.tables import NA
 
 ORDERS = ("time", "avg", "instances", "name")
 LEVEL_ORDER = "at every level, by time, avg or instances descending, or by name ascending"

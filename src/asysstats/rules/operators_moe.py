@@ -7,7 +7,7 @@ instance per graph launch. An instance's time is the sum of its kernels' duratio
 Its GEMM *units* are the GEMM library ranges (DeepGEMM, acBLAS) inside it, or the GEMM and
 MoE kernels outside such ranges; the last two units in start order are GEMM1 (gate+up) and
 GEMM2 (down) — a router GEMM before them is left out; a lone unit is GEMM1. Utilisations
-follow :mod:`asysstats.operators.model` with GEMM times averaged per instance.
+follow :mod:`asysstats.analysis.operators.model` with GEMM times averaged per instance.
 """
 
 from __future__ import annotations
@@ -16,14 +16,15 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from asysstats.analysis.declarations import NO_GRAPH_MAPPING, ROWS, Rule
+from asysstats.analysis.inputs import Inputs
+from asysstats.analysis.operators.analysis import Analysis, analyse, instance_ids
+from asysstats.analysis.operators.catalog import GEMM, MOE
+from asysstats.analysis.operators.common import MOE_MERGE, READS, REQUIRES, SCOPE, sorted_order
+from asysstats.analysis.operators.model import DEFAULT_FIELD, moe_work, peak_arrays
 from asysstats.compute.grouped import group_by, grouped_stats, share_percent
 from asysstats.compute.intervals import enclosing_pairs, set_difference
-from asysstats.engine import Inputs
-from asysstats.operators.analysis import Analysis, analyse, instance_ids
-from asysstats.operators.catalog import GEMM, MOE
-from asysstats.operators.model import DEFAULT_FIELD, moe_work, peak_arrays
-from asysstats.registry import INT, NO_GRAPH_MAPPING, PERCENT, ROWS, TEXT, Column, Rule
-from asysstats.rules.operators_common import MOE_MERGE, READS, REQUIRES, SCOPE, sorted_order
+from asysstats.core.columns import INT, PERCENT, TEXT, Column
 
 NS = 1e-9
 

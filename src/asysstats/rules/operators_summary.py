@@ -1,6 +1,6 @@
 """PPU operator summaries: ``ppu_op_sum`` (per merged operator) and ``ppu_op_type_sum`` (per type).
 
-Operators, claims, instances and merging are those of :mod:`asysstats.operators`. Times
+Operators, claims, instances and merging are those of :mod:`asysstats.analysis.operators`. Times
 are instance durations (first to last activity); ``PPU Active Time`` is the union of the
 group's activities on each device, summed over devices. :func:`op_sum_frame` and
 :func:`type_sum_frame` are the per-report cores that the comparison rules reuse; besides
@@ -13,12 +13,13 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from asysstats.analysis.declarations import NO_GRAPH_MAPPING, ROWS, Rule
+from asysstats.analysis.inputs import Inputs
+from asysstats.analysis.operators.analysis import analyse
+from asysstats.analysis.operators.common import ALL_MERGES, OP, READS, REQUIRES, SCOPE, order_by, sorted_order
+from asysstats.analysis.operators.instances import flat_instances, group_instances, utilisation
 from asysstats.compute.grouped import share_percent
-from asysstats.engine import Inputs
-from asysstats.operators.analysis import analyse
-from asysstats.operators.instances import flat_instances, group_instances, utilisation
-from asysstats.registry import INT, NO_GRAPH_MAPPING, PERCENT, ROWS, TEXT, Column, Rule
-from asysstats.rules.operators_common import ALL_MERGES, OP, READS, REQUIRES, SCOPE, order_by, sorted_order
+from asysstats.core.columns import INT, PERCENT, TEXT, Column
 
 SUM_ORDER = {"total": "Total Time (ns)", "instances": "Instances", "avg": "Avg (ns)", "med": "Med (ns)",
              "min": "Min (ns)", "max": "Max (ns)", "stddev": "StdDev (ns)", "active": "PPU Active Time (ns)",

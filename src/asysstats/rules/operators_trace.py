@@ -4,7 +4,7 @@ Rows are sorted by the operator's start, then its OP ID, then the activity's sta
 Activity ID. ``OP ID`` is the HGTX range id of an annotated operator (a graph-mapped range
 gives one instance per graph launch, all with its id) and the Activity ID of the kernel of
 an operator recognised from a kernel name. ``Activity ID`` numbers kernels, then memcpy,
-then memset rows of the report (see :mod:`asysstats.operators.activities`).
+then memset rows of the report (see :mod:`asysstats.analysis.operators.activities`).
 """
 
 from __future__ import annotations
@@ -13,11 +13,12 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from asysstats.engine import Inputs
-from asysstats.operators.analysis import analyse
-from asysstats.operators.instances import flat_instances
-from asysstats.registry import INT, NO_GRAPH_MAPPING, ROWS, TEXT, Column, Rule
-from asysstats.rules.operators_common import OP, PREFILL_DECODE, READS, REQUIRES, SCOPE
+from asysstats.analysis.declarations import NO_GRAPH_MAPPING, ROWS, Rule
+from asysstats.analysis.inputs import Inputs
+from asysstats.analysis.operators.analysis import analyse
+from asysstats.analysis.operators.common import OP, PREFILL_DECODE, READS, REQUIRES, SCOPE
+from asysstats.analysis.operators.instances import flat_instances
+from asysstats.core.columns import INT, TEXT, Column
 
 
 def op_trace(inputs: Inputs, options: Mapping[str, Any]) -> dict:

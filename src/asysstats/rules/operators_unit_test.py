@@ -4,7 +4,7 @@ The result is one TEXT column, ``Script``, one row per line of the script (so ev
 and ``--output`` work). ``--format py`` prints the lines alone, so that
 ``asys stats -r ppu_op_unit_test --format py -o . report.asysrep`` writes
 ``report_ppu_op_unit_test.py``. The tests follow the merged operators of ``ppu_op_sum``
-in descending total time; see :mod:`asysstats.operators.unittest_gen`.
+in descending total time; see :mod:`asysstats.analysis.operators.unittest_gen`.
 """
 
 from __future__ import annotations
@@ -13,13 +13,14 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from asysstats.engine import Inputs
-from asysstats.operators.analysis import analyse
-from asysstats.operators.instances import flat_instances, group_instances
-from asysstats.operators.unittest_gen import Entry
-from asysstats.operators.unittest_script import script_lines
-from asysstats.registry import NO_GRAPH_MAPPING, TEXT, Column, Rule
-from asysstats.rules.operators_common import ALL_MERGES, OP, READS, REQUIRES, SCOPE, sorted_order
+from asysstats.analysis.declarations import NO_GRAPH_MAPPING, Rule
+from asysstats.analysis.inputs import Inputs
+from asysstats.analysis.operators.analysis import analyse
+from asysstats.analysis.operators.common import ALL_MERGES, OP, READS, REQUIRES, SCOPE, sorted_order
+from asysstats.analysis.operators.instances import flat_instances, group_instances
+from asysstats.analysis.operators.unittest_gen import Entry
+from asysstats.analysis.operators.unittest_script import script_lines
+from asysstats.core.columns import TEXT, Column
 
 
 def operator_entries(inputs: Inputs, options: Mapping[str, Any]) -> list[Entry]:

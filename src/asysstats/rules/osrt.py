@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from asysstats.engine import Inputs
-from asysstats.registry import ROWS, TEXT, Column, Rule
-from asysstats.rules.summary import Rows, Summary, keyed_frame, stat_columns
+from asysstats.analysis.declarations import ROWS, Rule
+from asysstats.analysis.inputs import Inputs
+from asysstats.analysis.summary import Rows, Summary, keyed_frame, stat_columns
+from asysstats.core.columns import TEXT, Column
 
 SUM_COLUMNS = stat_columns("calls to this function", count="Num Calls") + (
     Column("Name", TEXT, "Name of the function"),)

@@ -14,14 +14,15 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from asysstats.analysis.declarations import DEVICE, HGTX_NAME, NAME_OPTIONS, ROWS, Rule
+from asysstats.analysis.inputs import Inputs
+from asysstats.analysis.names import demangle
 from asysstats.compute.distinct import distinct
 from asysstats.compute.grouped import group_by, grouped_stats, percentile_sorted, share_percent
 from asysstats.compute.intervals import overlap_components
-from asysstats.engine import Inputs
-from asysstats.io.strings import StringPool
-from asysstats.io.tables import EventTable
-from asysstats.names import demangle
-from asysstats.registry import DEVICE, HGTX_NAME, INT, NAME_OPTIONS, PERCENT, ROWS, TEXT, Column, Rule
+from asysstats.core.columns import INT, PERCENT, TEXT, Column
+from asysstats.core.strings import StringPool
+from asysstats.core.tables import EventTable
 from asysstats.rules.kernels import KERNEL_COLUMNS, kernel_names, on_devices
 
 PCCL_KERNEL = re.compile(r"\s*(?:void\s+)?(?:pccl|nccl)", re.IGNORECASE)

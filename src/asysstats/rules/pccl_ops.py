@@ -17,15 +17,15 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from asysstats.analysis.correlate import correlate
+from asysstats.analysis.declarations import DEVICE, NO_GRAPH_MAPPING, RANGE_EXCLUDE, RANGE_INCLUDE, ROWS, Rule
+from asysstats.analysis.hgtx import all_ranges, name_filter
+from asysstats.analysis.inputs import Inputs
+from asysstats.analysis.pccl import annotations, rank_bytes
 from asysstats.compute.grouped import group_by
-from asysstats.correlate import correlate
-from asysstats.engine import Inputs
-from asysstats.hgtx import all_ranges, name_filter
-from asysstats.io.tables import EventTable
-from asysstats.registry import (DEVICE, INT, NO_GRAPH_MAPPING, PERCENT, RANGE_EXCLUDE, RANGE_INCLUDE, ROWS, TEXT,
-                                Column, Rule)
+from asysstats.core.columns import INT, PERCENT, TEXT, Column
+from asysstats.core.tables import EventTable
 from asysstats.rules.kernels import on_devices
-from asysstats.rules.pccl_annotations import annotations, rank_bytes
 from asysstats.rules.pccl_desync import pccl_mask
 
 OP_KERNEL_COLUMNS = ("start", "end", "deviceId", "correlationId", "globalPid", "graphNodeId",

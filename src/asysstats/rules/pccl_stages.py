@@ -6,9 +6,10 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from asysstats.engine import Inputs
-from asysstats.registry import INT, ROWS, TEXT, Column, Rule
-from asysstats.rules.summary import stat_cells, summarize
+from asysstats.analysis.declarations import ROWS, Rule
+from asysstats.analysis.inputs import Inputs
+from asysstats.analysis.summary import stat_cells, summarize
+from asysstats.core.columns import INT, TEXT, Column
 
 KEY_COLUMNS = (
     Column("PID", INT, "Process identifier"),

@@ -12,12 +12,13 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from asysstats.analysis.activity import device_label_ids, kind_label_ids, memcpy_name_ids
+from asysstats.analysis.declarations import HGTX_NAME, NAME_OPTIONS, ROWS, Rule
+from asysstats.analysis.inputs import Inputs
 from asysstats.compute.distinct import Coded, code_type, distinct, tie_order
-from asysstats.compute.grouped import dense_group_ids
-from asysstats.engine import Gathered, Inputs
-from asysstats.io.tables import NA, EventTable
-from asysstats.registry import HGTX_NAME, INT, NAME_OPTIONS, ROWS, TEXT, Column, Rule
-from asysstats.rules.activity import device_label_ids, kind_label_ids, kind_labels
+from asysstats.core.columns import INT, TEXT, Column
+from asysstats.core.result import Gathered
+from asysstats.core.tables import NA, EventTable
 from asysstats.rules.kernels import KERNEL_COLUMNS, kernel_names
 
 KERNEL_FIELDS = {"GrdX": "gridX", "GrdY": "gridY", "GrdZ": "gridZ", "BlkX": "blockX", "BlkY": "blockY",
@@ -43,27 +44,6 @@ COLUMNS = (
     Column("Strm", INT, "Stream ID"),
     Column("Name", TEXT, "Trace event name"),
 )
-
-
-def short_copy_kind(label: str) -> str:
-    """``Host-to-Device`` -> ``HtoD``; ``Unified Device-to-Host`` -> ``Unified DtoH``."""
-    head, sep, tail = label.rpartition("-to-")
-    if not sep or not head or not tail:
-        return label
-    prefix, _, source = head.rpartition(" ")
-    return f"{prefix} {source[0]}to{tail[0]}".lstrip()
-
-
-def memcpy_name_ids(inputs: Inputs, copy_kinds: np.ndarray, dst_kinds: np.ndarray) -> np.ndarray:
-    """String ids of ``Memcpy <kind> (<destination kind>)`` per memcpy."""
-    copy_labels, mem_labels = kind_labels(inputs, "memcpy_kinds"), kind_labels(inputs, "mem_kinds")
-    inverse, (copies, dsts) = dense_group_ids([copy_kinds, dst_kinds])
-    texts = []
-    for copy_kind, dst_kind in zip(copies.tolist(), dsts.tolist()):
-        dst = f" ({mem_labels.get(dst_kind, 'Unknown').lower()})" if dst_kind >= 0 else ""
-        texts.append(f"Memcpy {short_copy_kind(copy_labels.get(copy_kind, 'Unknown'))}{dst}")
-    ids = inputs.strings.intern(texts)
-    return ids[inverse] if len(ids) else np.empty(0, np.int64)
 
 
 MISSING = {c.name: NA if c.kind == INT else -1 for c in COLUMNS}  # a cell a table does not have (string id -1)

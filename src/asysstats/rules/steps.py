@@ -20,14 +20,15 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from asysstats.analysis.correlate import activity_table, correlate, ppu_activities, project
+from asysstats.analysis.declarations import DEVICE, NO_GRAPH_MAPPING, ROWS, Option, Rule
+from asysstats.analysis.hgtx import load_ranges
+from asysstats.analysis.inputs import Inputs
+from asysstats.analysis.names import kernel_name_ids
 from asysstats.compute.intervals import cumulative_cover, difference, distinct_sorted, running_max_by_segment
-from asysstats.correlate import activity_table, correlate, ppu_activities, project
-from asysstats.engine import Inputs
-from asysstats.hgtx import load_ranges
-from asysstats.io.tables import NA, EventTable
-from asysstats.names import kernel_name_ids
-from asysstats.regexes import compile_user_regex
-from asysstats.registry import DEVICE, INT, NO_GRAPH_MAPPING, PERCENT, ROWS, TEXT, Column, Option, Rule
+from asysstats.core.columns import INT, PERCENT, TEXT, Column
+from asysstats.core.regexes import compile_user_regex
+from asysstats.core.tables import NA, EventTable
 from asysstats.rules.kernels import KERNEL_COLUMNS
 from asysstats.rules.time_breakdown import COMMUNICATION_OPTION, is_communication, name_matches
 

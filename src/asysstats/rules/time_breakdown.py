@@ -15,15 +15,16 @@ from typing import Any, Mapping
 import numpy as np
 import regex
 
+from asysstats.analysis.declarations import DEVICE, Option, Rule
+from asysstats.analysis.inputs import Inputs
+from asysstats.analysis.launches import launch_rows, runtime_calls
+from asysstats.analysis.names import kernel_name_ids
 from asysstats.compute.distinct import distinct
 from asysstats.compute.grouped import share_percent
 from asysstats.compute.intervals import difference_length, distinct_sorted, union, union_length
-from asysstats.engine import Inputs
-from asysstats.launches import launch_rows, runtime_calls
-from asysstats.io.strings import StringPool
-from asysstats.names import kernel_name_ids
-from asysstats.regexes import compile_user_regex, search
-from asysstats.registry import DEVICE, INT, PERCENT, TEXT, Column, Option, Rule
+from asysstats.core.columns import INT, PERCENT, TEXT, Column
+from asysstats.core.regexes import compile_user_regex, search
+from asysstats.core.strings import StringPool
 from asysstats.rules.kernels import KERNEL_COLUMNS, on_devices
 
 RULE_NAME = "hggc_ppu_time_breakdown"

@@ -12,12 +12,13 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from asysstats.analysis.activity import row_index
+from asysstats.analysis.declarations import DEVICE, Rule
+from asysstats.analysis.inputs import Inputs
 from asysstats.compute.grouped import share_percent
 from asysstats.compute.intervals import distinct_sorted, intersection_length, start_order_gaps, union_length
-from asysstats.engine import Inputs
-from asysstats.io.tables import NA, EventTable
-from asysstats.registry import DEVICE, INT, PERCENT, TEXT, Column, Rule
-from asysstats.rules.activity import row_index
+from asysstats.core.columns import INT, PERCENT, TEXT, Column
+from asysstats.core.tables import NA, EventTable
 from asysstats.rules.kernels import on_devices
 
 ALL = "All"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from asysstats.errors import AsysError
+from asysstats.core.errors import AsysError
 from asysstats.synth.llm.sample import build
 from asysstats.synth.writer import ReportWriter
 

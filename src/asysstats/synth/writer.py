@@ -1,6 +1,6 @@
 """Write an SQLite report in the asysrep (or Nsight Systems) layout from columns.
 
-The layout is generated from the loader's schema (``asysstats.io.schema``), so that a
+The layout is generated from the loader's schema (``asysstats.reading.schema``), so that a
 written report always reads back. Used by ``asys sample``, the benchmarks and the tests.
 """
 
@@ -13,8 +13,8 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from asysstats.io.schema import ASYSREP, MEM_KIND_LABELS, MEMCPY_KIND_LABELS, NSYS, TABLES
-from asysstats.io.tables import NA as NULL
+from asysstats.core.tables import NA as NULL
+from asysstats.reading.schema import ASYSREP, MEM_KIND_LABELS, MEMCPY_KIND_LABELS, NSYS, TABLES
 
 SQL_TYPES = {"int": "INTEGER", "strid": "INTEGER", "float": "REAL", "text": "TEXT"}
 CHUNK_ROWS = 100_000  # rows converted to Python values at a time (bounded memory for millions of rows)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from asysstats.names import base_name, demangle
+from asysstats.analysis.names import base_name, demangle
 
 DEVICES = 4
 LAYERS = 4

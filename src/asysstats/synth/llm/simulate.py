@@ -14,8 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from asysstats.synth.llm.program import (Call, Domain, Gap, Mark, OsCall, Pop, Program, Push, RangeEnd, RangeStart,
-                                         Work)
+from asysstats.synth.llm.program import Call, Domain, Gap, Mark, OsCall, Pop, Program, Push, RangeEnd, RangeStart, Work
 from asysstats.synth.writer import NULL
 
 TX_STAGES = ("GPUWait", "Transmit", "SendWait")

@@ -4,10 +4,33 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from asysstats.synth.llm.catalog import DECODE_BATCH, DOMAINS, LAYERS, PREFILL_TOKENS, PROMPT, fmha_text, gemm_text, \
-    pccl_text
-from asysstats.synth.llm.program import DEVICE, MEMCPY_DTOD, MEMCPY_DTOH, MEMCPY_HTOD, PAGEABLE, PINNED, Call, \
-    Domain, Gap, Mark, OsCall, Program, RangeEnd, RangeStart, Work
+from asysstats.synth.llm.catalog import (
+    DECODE_BATCH,
+    DOMAINS,
+    LAYERS,
+    PREFILL_TOKENS,
+    PROMPT,
+    fmha_text,
+    gemm_text,
+    pccl_text,
+)
+from asysstats.synth.llm.program import (
+    DEVICE,
+    MEMCPY_DTOD,
+    MEMCPY_DTOH,
+    MEMCPY_HTOD,
+    PAGEABLE,
+    PINNED,
+    Call,
+    Domain,
+    Gap,
+    Mark,
+    OsCall,
+    Program,
+    RangeEnd,
+    RangeStart,
+    Work,
+)
 
 HIDDEN, QKV, ATTN, VOCAB, EXPERTS, LOCAL_EXPERTS, INTER = 2048, 1536, 1024, 37984, 128, 32, 768
 MB = 2**20

@@ -1,0 +1,63 @@
+"""The API call that launched each PPU activity (same process and correlation id), and the
+innermost HGTX range around that call."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from asysstats.analysis.hgtx import all_ranges
+from asysstats.compute.intervals import enclosing_pairs
+from asysstats.compute.keys import lookup, pair_key
+from asysstats.core.tables import EventTable, empty_table
+
+if TYPE_CHECKING:
+    from asysstats.analysis.inputs import Inputs
+    from asysstats.reading.sqlite import Report
+
+CALL_COLUMNS = ("start", "end", "globalTid", "correlationId")
+
+
+def runtime_calls(report: "Report") -> EventTable:
+    """All API calls (no time window: a call is only looked up by correlation id)."""
+    if not report.has("runtime"):
+        return empty_table(list(CALL_COLUMNS) + ["pid", "tid"])
+    return report.load("runtime", CALL_COLUMNS)
+
+
+def launch_rows(calls: EventTable, activities: EventTable) -> np.ndarray:
+    """Row of the launching API call of each activity (same process and correlationId), or -1
+    (also for correlationId 0, which marks activities no call caused)."""
+    rows = lookup(pair_key(calls["pid"], calls["correlationId"]),
+                  pair_key(activities["pid"], activities["correlationId"]))
+    return np.where(activities["correlationId"] > 0, rows, -1)
+
+
+def innermost_range_names(inputs: Inputs, activities: EventTable) -> np.ndarray:
+    """Per activity row (kernels, memcpy, memset: ``pid``, ``correlationId``), the name id
+    of the innermost range (latest start, then earliest end) on the launching call's thread
+    that holds the call's start; -1 when none (conventions 13).
+
+    Every range of the report counts (the time window selects activities, not the ranges
+    around them); graph mapping does not apply."""
+    out = np.full(activities.rows, -1, dtype=np.int64)
+    ranges = all_ranges(inputs.report)
+    if activities.rows == 0 or ranges.rows == 0:
+        return out
+    calls = runtime_calls(inputs.report)
+    launch = launch_rows(calls, activities)
+    have = np.flatnonzero(launch >= 0)
+    r, p = enclosing_pairs(ranges["globalTid"], ranges["start"], ranges["end"],
+                           calls["globalTid"][launch[have]], calls["start"][launch[have]])
+    if len(r) == 0:
+        return out
+    by_depth = np.lexsort((ranges["rangeId"], -ranges["end"], ranges["start"]))  # innermost last
+    rank = np.empty(ranges.rows, np.int64)
+    rank[by_depth] = np.arange(ranges.rows)
+    best = np.full(len(have), -1, np.int64)
+    np.maximum.at(best, p, rank[r])
+    found = best >= 0
+    out[have[found]] = ranges["name"][by_depth[best[found]]]
+    return out
+

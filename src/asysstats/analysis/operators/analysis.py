@@ -1,0 +1,247 @@
+"""One report's operators: recognised ranges, their PPU activities, and who claims each activity.
+
+Ranges recognised as operators are correlated with PPU activities by
+:func:`asysstats.analysis.correlate.correlate` (conventions 14; graph mapping unless
+``no-graph-mapping``). For every activity the analysis keeps, per claim class (custom
+hgtx rule, library, framework) and per layer (framework, library), the *outermost*
+correlated operator range (earliest start, then latest end). The flat rules let one
+operator claim each activity, strongest first:
+
+1. a ``--ppu-op-config Type=kernel:`` rule matching the kernel name;
+2. a ``Type=hgtx:`` rule's range;
+3. a library range (acBLAS, DeepGEMM, FlashAttention, FlashMLA, MoE, PCCL);
+4. the built-in kernel-name recognition (PCCL, MoE, FlashAttention, GEMM kernels),
+   which stands in for absent library annotations;
+5. a framework range (PyTorch, framework-level MoE);
+6. ``others`` (kernels only, when ``op=`` lists it).
+
+A prefill FlashAttention range directly followed on its thread by a decode one (no launch
+in between) forms one operator with it unless
+``no-merge-flash-attention-prefill-decode-operator``; the pair is keyed and named
+``<prefill> + <decode>``.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+import numpy as np
+
+from asysstats.analysis.correlate import Pairs, correlate
+from asysstats.analysis.hgtx import all_ranges
+from asysstats.analysis.inputs import Inputs
+from asysstats.analysis.launches import launch_rows, runtime_calls
+from asysstats.analysis.operators.activities import load_activities, range_filter
+from asysstats.analysis.operators.catalog import FRAMEWORK, LIBRARY
+from asysstats.analysis.operators.merge import FAMILY_OPTIONS, PREFILL_DECODE_OPTION, joined_ids, parsed_ids
+from asysstats.analysis.operators.model import WORK_FIELDS, work_arrays, work_of
+from asysstats.analysis.operators.parsers import CUSTOM, FRAMEWORK_CLAIM, LIBRARY_CLAIM
+from asysstats.analysis.operators.recognise import (
+    Recognised,
+    TypeFilter,
+    classify_kernels,
+    custom_rules,
+    recognise_ranges,
+    type_filter,
+)
+from asysstats.compute.distinct import distinct
+from asysstats.compute.grouped import dense_group_ids
+from asysstats.compute.intervals import enclosing_pairs
+from asysstats.core.tables import EventTable
+
+RANGE_COLUMNS = ("rangeId", "globalTid", "start", "end")  # what the operator rules read of a range
+
+# The options an analysis reads (a test checks that it reads no other): rules that agree on them share it.
+ANALYSIS_OPTIONS = ("op", "device", "no-graph-mapping", "range-include", "range-exclude", PREFILL_DECODE_OPTION,
+                    *FAMILY_OPTIONS.values())
+
+
+@dataclass
+class Analysis:
+    """``acts``: the analysed activities (:mod:`activities`, without ``graphNodeId``) plus
+    ``ktype`` (kernel-name type id, -1) and ``kcustom``; ``ops``: every range
+    (``RANGE_COLUMNS`` of :func:`asysstats.analysis.hgtx.all_ranges`, not copied) and its ``entry``
+    (row of ``texts``; -1: no operator); ``texts``: per operator text ``parsed`` (index into
+    ``parsed``), ``type``/``key``/``display`` ids, ``layer``, ``claim`` and the work columns
+    (a merged prefill+decode pair adds one); ``merged_into``: each range's operator (itself,
+    or its prefill partner); ``pairs``: every correlated (operator range, activity) pair.
+    :attr:`by_claim` and :attr:`by_layer` hold the outermost operator ranges."""
+
+    inputs: Inputs
+    acts: EventTable
+    ops: EventTable
+    texts: EventTable
+    parsed: Recognised
+    pairs: Pairs
+    merged_into: np.ndarray
+    types: TypeFilter
+
+    def op(self, column: str, rows: np.ndarray) -> np.ndarray:
+        """``column`` of the operator ranges ``rows``: a range column, else their text's."""
+        if column in self.ops:
+            return self.ops[column][rows]
+        return self.texts[column][self.ops["entry"][rows]]
+
+    def ranges_where(self, per_text: np.ndarray) -> np.ndarray:
+        """The operator ranges whose recognised text (index into ``parsed``) ``per_text`` marks."""
+        return ranges_where(self.ops, self.texts, per_text)
+
+    @functools.cached_property
+    def by_claim(self) -> dict[Any, np.ndarray]:
+        """Per claim class (custom, library, framework) the outermost operator range of each
+        activity (-1: none), and under ``(class, "graph")`` whether graph mapping alone links them."""
+        return self._outermost("claim", (CUSTOM, LIBRARY_CLAIM, FRAMEWORK_CLAIM))
+
+    @functools.cached_property
+    def by_layer(self) -> dict[Any, np.ndarray]:
+        """As :attr:`by_claim`, per layer: ``"F"`` (framework) and ``"L"`` (library)."""
+        found = self._outermost("layer", (FRAMEWORK, LIBRARY))
+        return {"F": found[FRAMEWORK], ("F", "graph"): found[FRAMEWORK, "graph"],
+                "L": found[LIBRARY], ("L", "graph"): found[LIBRARY, "graph"]}
+
+    def _outermost(self, column: str, classes: tuple) -> dict[Any, np.ndarray]:
+        entry = self.ops["entry"]
+        klass = np.where(entry >= 0, self.texts[column][entry], -1) if self.texts.rows else np.full(len(entry), -1)
+        return outermost(self.pairs, outer_order(self.pairs, self.ops), klass, self.acts.rows, classes)
+
+
+def analyse(inputs: Inputs, options: Mapping[str, Any], mode: str = "demangled") -> Analysis:
+    """Recognise, correlate and rank the operators of one report (``mode``: kernel names).
+    The tables it loads are not kept: what it needs of them, it holds. Made once per inputs,
+    mode and values of :data:`ANALYSIS_OPTIONS` (the options it reads): rules that read the
+    same operators (a comparison's three operator rules) share it."""
+    key = ("operators", mode) + tuple(repr(options.get(name)) for name in ANALYSIS_OPTIONS)
+    return inputs.shared(key, lambda: analysed(inputs, options, mode))
+
+
+def analysed(inputs: Inputs, options: Mapping[str, Any], mode: str) -> Analysis:
+    inputs.require("kernels", "memcpy", "memset")
+    rules = custom_rules(inputs.settings.ppu_op_config)
+    types = type_filter(options.get("op"), rules)
+    graph = not options.get("no-graph-mapping", False)
+    with inputs.report.transient():
+        every = load_activities(inputs, options.get("device"), mode)
+        launch = launch_rows(runtime_calls(inputs.report), every)
+        keep = range_filter(inputs, every, options, graph, launch)
+        acts = every.take(keep)
+        del every
+        ktype, kcustom = classify_kernels(inputs.strings, np.where(acts["kind"] == 0, acts["raw"], -1), rules, types)
+        acts = acts.with_columns(ktype=ktype, kcustom=kcustom)
+        ops, texts, parsed = operator_ranges(inputs, rules, types, options)
+        pairs = operator_pairs(inputs, ops, acts, graph, launch[keep])
+        acts = EventTable({k: v for k, v in acts.items() if k != "graphNodeId"})  # read by the correlation only
+        merged_into = np.arange(ops.rows)
+        if not options.get(PREFILL_DECODE_OPTION, False):
+            ops, texts, merged_into = merge_prefill_decode(inputs, ops, texts, parsed, launch)
+        del launch
+    return Analysis(inputs, acts, ops, texts, parsed, pairs, merged_into, types)
+
+
+def operator_ranges(inputs: Inputs, rules: tuple, types: TypeFilter,
+                    options: Mapping[str, Any]) -> tuple[EventTable, EventTable, Recognised]:
+    """Every range with its ``entry`` (-1: no operator), and per recognised text its
+    ``parsed`` index, ``type``/``key``/``display`` ids, ``layer``, ``claim`` class and work
+    columns (library and custom operators only: a framework operator rarely holds the
+    kernels its parameters describe)."""
+    ranges = all_ranges(inputs.report)
+    entry, parsed = recognise_ranges(inputs.strings, ranges, rules, types)
+    texts = parsed_ids(inputs.strings, parsed, options)
+    texts.update(work_arrays(parsed.column(lambda p: work_of(p) if p.claim != FRAMEWORK_CLAIM else None, None,
+                                           object)))
+    texts["layer"] = parsed.column(lambda p: p.layer, FRAMEWORK, np.int64)
+    texts["claim"] = parsed.column(lambda p: p.claim, FRAMEWORK_CLAIM, np.int64)
+    texts["parsed"] = np.arange(len(parsed))
+    return EventTable({**{k: ranges[k] for k in RANGE_COLUMNS}, "entry": entry}), EventTable(texts), parsed
+
+
+def operator_pairs(inputs: Inputs, ops: EventTable, acts: EventTable, graph: bool, launch: np.ndarray) -> Pairs:
+    """The correlated (operator range, activity) pairs (``launch``: the activities' launching calls)."""
+    rows = np.flatnonzero(ops["entry"] >= 0)
+    ranges = ops if len(rows) == ops.rows else EventTable({k: ops[k][rows] for k in ("globalTid", "start", "end")})
+    found = correlate(inputs.report, ranges, acts, graph, launch)
+    return found if ranges is ops else Pairs(rows[found.range_row], found.activity_row, found.via_graph)
+
+
+def ranges_where(ops: EventTable, texts: EventTable, per_text: np.ndarray) -> np.ndarray:
+    """The rows of ``ops`` whose recognised text (index into ``parsed``) ``per_text`` marks."""
+    entry = ops["entry"]
+    rows = np.flatnonzero(entry >= 0)
+    return rows[per_text[texts["parsed"][entry[rows]]]]
+
+
+def outer_order(pairs: Pairs, ops: EventTable) -> np.ndarray:
+    """The pairs by activity, then outermost range first (earliest start, latest end, lowest
+    ``rangeId``); ties in pair order. Ranges are ranked once, so one two-key sort serves."""
+    rank, _ = dense_group_ids([ops["start"], -ops["end"], ops["rangeId"]])
+    return np.lexsort((rank[pairs.range_row], pairs.activity_row))
+
+
+def outermost(pairs: Pairs, order: np.ndarray, klass: np.ndarray, n_acts: int, classes: tuple) -> dict:
+    """Per class: for each activity the outermost correlated range of that class (-1 if
+    none), and under ``(class, "graph")`` whether only graph mapping links the two;
+    ``order`` is :func:`outer_order`."""
+    r, a, g = pairs.range_row[order], pairs.activity_row[order], pairs.via_graph[order]
+    c = klass[r]
+    out = {}
+    for k in classes:
+        pick = np.flatnonzero(c == k)
+        pick = pick[np.r_[True, a[pick[1:]] != a[pick[:-1]]]] if len(pick) else pick
+        out[k] = np.full(n_acts, -1, dtype=np.int64)
+        out[k, "graph"] = np.zeros(n_acts, dtype=bool)
+        out[k][a[pick]] = r[pick]
+        out[k, "graph"][a[pick]] = g[pick]
+    return out
+
+
+def instance_ids(an: "Analysis", rows: np.ndarray, graph: np.ndarray, act: np.ndarray | None = None) -> np.ndarray:
+    """Instance ids of (operator range ``rows``, activity ``act``) links (-1: none), after
+    prefill/decode merging: the range row, or for graph-mapped links one instance per
+    (range, graph launch) above ``ops.rows + acts.rows``. ``act`` defaults to 0, 1, ..."""
+    act = np.arange(len(rows)) if act is None else act
+    rows = np.where(rows >= 0, an.merged_into[np.maximum(rows, 0)], -1) if an.ops.rows else rows
+    out = rows.copy()
+    split = np.flatnonzero((rows >= 0) & graph)
+    if len(split):
+        index, _ = dense_group_ids([rows[split], an.acts["pid"][act[split]], an.acts["correlationId"][act[split]]])
+        out[split] = an.ops.rows + an.acts.rows + index
+    return out
+
+
+def merge_prefill_decode(inputs: Inputs, ops: EventTable, texts: EventTable, parsed: Recognised,
+                         launch: np.ndarray) -> tuple[EventTable, EventTable, np.ndarray]:
+    """Pair each prefill attention range with the decode one that follows it on its thread
+    with no launch (``launch``: the launching call rows of all activities, before range
+    filters) in between; the decode range's operator becomes the prefill's, whose new text
+    entry joins the two keys and names and adds up their work."""
+    merged_into = np.arange(ops.rows)
+    rows = ranges_where(ops, texts, parsed.column(lambda p: p.family == "flash" and p.layer == LIBRARY, False, bool))
+    if len(rows) < 2:
+        return ops, texts, merged_into
+    rows = rows[np.lexsort((ops["rangeId"][rows], ops["start"][rows], ops["globalTid"][rows]))]
+    decode = parsed.column(lambda p: bool(p.params.get("decode")), False, bool)
+    is_decode = decode[texts["parsed"][ops["entry"][rows]]]
+    first, second = rows[:-1], rows[1:]
+    cand = (ops["globalTid"][first] == ops["globalTid"][second]) & ~is_decode[:-1] & is_decode[1:]
+    first, second = first[cand], second[cand]
+    calls = runtime_calls(inputs.report)
+    launched = distinct(launch)[0]
+    launched = launched[launched >= 0]
+    hit, _ = enclosing_pairs(ops["globalTid"][first], ops["end"][first], ops["start"][second],
+                             calls["globalTid"][launched], calls["start"][launched])
+    clear = np.ones(len(first), dtype=bool)
+    clear[hit] = False
+    first, second = first[clear], second[clear]
+    if len(first) == 0:
+        return ops, texts, merged_into
+    merged_into[second] = first
+    one, two = ops["entry"][first], ops["entry"][second]
+    added = {k: v[one] for k, v in texts.items()}
+    added["key"] = joined_ids(inputs.strings, texts["key"][one], texts["key"][two])
+    added["display"] = joined_ids(inputs.strings, texts["display"][one], texts["display"][two])
+    for k in WORK_FIELDS:
+        added[k] = texts[k][one] + texts[k][two]
+    entry = ops["entry"].copy()
+    entry[first] = texts.rows + np.arange(len(first))
+    return ops.with_columns(entry=entry), EventTable.concat([texts, EventTable(added)]), merged_into

@@ -1,0 +1,95 @@
+"""PCCL operator annotations: HGTX ranges of the ``NCCL`` domain whose text reads
+``AllReduce, p:0, c:83886080, d:9, r:1, w:4, h:9da3d23b9ccef54c, t:1, b:0x.../0x...``.
+
+Parsed once per distinct range name. The merge key drops the per-rank fields ``r`` and
+``b``, so that the ranks of one communication share it. Bytes moved follow the bus
+factors of nccl-tests (conventions 19).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from asysstats.compute.distinct import distinct
+from asysstats.core.strings import StringPool
+
+DOMAIN = re.compile(r"(?:NCCL|PCCL):", re.IGNORECASE)
+OPERATOR = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
+PER_RANK_FIELDS = ("r", "b")
+# ncclDataType_t numbering -> element size in bytes
+ELEMENT_SIZE = {0: 1, 1: 1, 2: 4, 3: 4, 4: 8, 5: 8, 6: 2, 7: 4, 8: 8, 9: 2, 10: 1, 11: 1}
+# bus factor kind: 2 -> 2(n-1)/n, 1 -> (n-1)/n, 0 -> 1 (rooted collectives, Send, Recv, unknown)
+FACTOR_KIND = {"allreduce": 2, "allgather": 1, "reducescatter": 1, "alltoall": 1}
+POINT_TO_POINT = ("send", "recv")
+
+
+@dataclass(frozen=True)
+class Annotations:
+    """Per input name id: ``valid``; ``text`` (id of the text without the domain);
+    ``key`` (merge key id); ``count``; ``element`` size (NaN unknown); ``ranks`` (0 when
+    absent); ``factor_kind``; ``p2p``."""
+
+    valid: np.ndarray
+    text: np.ndarray
+    key: np.ndarray
+    count: np.ndarray
+    element: np.ndarray
+    ranks: np.ndarray
+    factor_kind: np.ndarray
+    p2p: np.ndarray
+
+
+def parse(text: str | None) -> tuple | None:
+    """(text, key, count, element size, ranks, factor kind, p2p) of one range name, or None."""
+    match = DOMAIN.match(text or "")
+    if match is None:
+        return None
+    body = text[match.end():].strip()
+    fields = [f.strip() for f in body.split(",")]
+    if not OPERATOR.fullmatch(fields[0]):
+        return None
+    params = dict(f.split(":", 1) for f in fields[1:] if ":" in f)
+    params = {k.strip(): v.strip() for k, v in params.items()}
+    count, dtype, ranks = (_int(params.get(k)) for k in ("c", "d", "w"))
+    if count is None:
+        return None
+    op = fields[0].lower().removeprefix("nccl").removeprefix("pccl")
+    key = "|".join([fields[0]] + [f"{k}:{v}" for k, v in sorted(params.items()) if k not in PER_RANK_FIELDS])
+    return (body, key, count, ELEMENT_SIZE.get(dtype, np.nan), ranks or 0, FACTOR_KIND.get(op, 0),
+            op in POINT_TO_POINT)
+
+
+def _int(text: str | None) -> int | None:
+    try:
+        return int(text, 0) if text is not None else None
+    except ValueError:
+        return None
+
+
+def annotations(pool: StringPool, names: np.ndarray) -> Annotations:
+    """Parse every distinct name id once; rows of other ranges are ``valid == False``."""
+    names = np.asarray(names, dtype=np.int64)
+    has = names >= 0
+    uniq, slot = distinct(names[has]) if has.any() else (np.empty(0, np.int64), np.empty(0, np.int64))
+    parsed = [parse(t) for t in pool.lookup(uniq)]
+    valid = np.array([p is not None for p in parsed], dtype=bool)
+    fields = list(zip(*[p or ("", "", 0, np.nan, 0, 0, False) for p in parsed])) or [()] * 7
+    per_name = [valid, np.where(valid, pool.intern(fields[0]), -1), np.where(valid, pool.intern(fields[1]), -1)]
+    per_name += [np.asarray(f, dtype) for f, dtype in zip(fields[2:], (np.int64, np.float64, np.int64, np.int64, bool))]
+    defaults = (False, -1, -1, 0, np.nan, 0, 0, False)
+    columns = []
+    for values, default in zip(per_name, defaults):
+        column = np.full(len(names), default, dtype=values.dtype)
+        column[has] = values[slot]
+        columns.append(column)
+    return Annotations(*columns)
+
+
+def rank_bytes(count: np.ndarray, element: np.ndarray, ranks: np.ndarray, factor_kind: np.ndarray) -> np.ndarray:
+    """Bytes one rank moves: bus factor(n) x count x element size (conventions 19)."""
+    n = np.maximum(ranks, 1).astype(np.float64)
+    factor = np.select([factor_kind == 2, factor_kind == 1], [2.0 * (n - 1) / n, (n - 1) / n], 1.0)
+    return factor * count * element

@@ -1,0 +1,1 @@
+"""The public API: reports opened, rules run, results as Arrow tables."""

@@ -1,0 +1,1 @@
+"""Rules over merged report sets: statistics reduced where each report lives, the Host column."""

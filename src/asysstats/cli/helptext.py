@@ -1,0 +1,51 @@
+"""Help generated from the rule declarations (``--help-report``, ``--help-reports``, docs/rules.md)."""
+
+from __future__ import annotations
+
+from asysstats.analysis.declarations import Option, Rule
+from asysstats.rules.registry import Registry
+
+VALUE_HINT = {"int": "<n>", "int_list": "<id/id/...>", "regex": "<regex>", "regex_list": "<regex/regex/...>",
+              "str_list": "<a/b/...>", "text": "<value>"}
+
+
+def option_usage(option: Option) -> str:
+    if option.kind == "flag":
+        return option.name
+    if option.kind == "choice":
+        return f"{option.name}=<{'|'.join(option.choices)}>"
+    return f"{option.name}={VALUE_HINT.get(option.kind, '<value>')}"
+
+
+def rule_help(rule: Rule) -> str:
+    lines = [f"{rule.name} -- {rule.title}", "", "    Options:"]
+    for option in rule.all_options:
+        lines.append(f"        {option_usage(option)}")
+        default = "" if option.default in (None, False) else f" Default is '{option.default}'."
+        lines.append(f"            {option.help}{default}")
+    lines += ["        Use --filter-time / --filter-hgtx to specify the report time range.", "", "    Output:"]
+    lines.append("        Row# : Row number")
+    lines += [f"        {c.name} : {c.help}" for c in rule.columns]
+    lines += ["", f"    {rule.help}", ""]
+    return "\n".join(lines)
+
+
+def rules_list(registry: Registry, command: str) -> str:
+    rules = [r for r in registry if (r.command == "analyze") == (command == "analyze")]
+    width = max((len(r.name) for r in rules), default=0)
+    return "\n".join(f"    {r.name.ljust(width)}  {r.title}" for r in rules) + "\n"
+
+
+def rules_markdown(registry: Registry) -> str:
+    """docs/rules.md: every rule's generated help."""
+    parts = ["# Rules\n", "Generated from the rule declarations by `asys stats --help-reports ALL`; "
+             "a test keeps this file in step with the code.\n"]
+    for rule in registry:
+        parts.append(f"## {rule.name}\n\n```\n{rule_help(rule)}```\n")
+    return "\n".join(parts)
+
+
+if __name__ == "__main__":  # python -m asysstats.cli.helptext > docs/rules.md
+    from asysstats.rules.registry import REGISTRY
+
+    print(rules_markdown(REGISTRY), end="")

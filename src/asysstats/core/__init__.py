@@ -1,0 +1,1 @@
+"""What every layer shares: errors, event tables, the string pool, rule declarations and results."""

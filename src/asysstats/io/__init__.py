@@ -1,1 +1,0 @@
-"""Reading reports into typed columnar tables, and writing rule results."""

@@ -1,0 +1,245 @@
+"""Every table-name and column-name mapping between the two SQLite dialects, in one place.
+
+A *logical table* (``kernels``, ``runtime``, ...) is read from the first physical table
+of the report's dialect that exists (several are concatenated where the spec says so,
+such as the CUDA runtime and driver APIs). Logical columns map onto physical ones by
+name, with per-dialect alternatives for the columns that differ across exporter
+versions; an absent optional column reads as its fill value. Columns of kind ``text``
+hold inline text and are interned into the string pool by the loader, so that every
+loaded column is numeric.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Collection
+
+import numpy as np
+
+from asysstats.core.tables import EventTable
+
+ASYSREP = "asysrep"
+NSYS = "nsys"
+DIALECTS = (ASYSREP, NSYS)
+
+
+@dataclass(frozen=True)
+class Col:
+    """One logical column: physical names to try in order, the fill value for NULL or absence."""
+
+    name: str
+    sources: tuple[str, ...] = ()
+    fill: int | float = 0
+    required: bool = False
+    kind: str = "int"  # int | float | text (inline text, interned as a string id) | strid
+
+    def physical(self) -> tuple[str, ...]:
+        return self.sources or (self.name,)
+
+    def source(self, present: Collection[str]) -> str | None:
+        """The first of the column's physical names that a table with columns ``present`` has."""
+        return next((s for s in self.physical() if s in present), None)
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """A logical table: where it lives in each dialect, its columns, and how to collect it."""
+
+    name: str
+    physical: dict[str, tuple[str, ...]]
+    columns: tuple[Col, ...]
+    what: str
+    collect: str
+    concat: bool = False  # read every physical table present and concatenate them
+
+    def column(self, name: str) -> Col:
+        for col in self.columns:
+            if col.name == name:
+                return col
+        raise KeyError(f"{self.name} has no column {name!r}")
+
+
+def _ids(*names: str, fill: int = -1) -> tuple[Col, ...]:
+    return tuple(Col(n, fill=fill, kind="strid") for n in names)
+
+
+_TIME = (Col("start", required=True), Col("end", required=True))
+_DEVICE_ACTIVITY = _TIME + (
+    Col("deviceId", required=True), Col("contextId"), Col("streamId"),
+    Col("correlationId", fill=-1), Col("globalPid"), Col("graphNodeId", fill=-1),
+)
+
+TABLES: dict[str, TableSpec] = {t.name: t for t in (
+    TableSpec(
+        "kernels",
+        {ASYSREP: ("HGPTI_ACTIVITY_KIND_KERNEL",), NSYS: ("CUPTI_ACTIVITY_KIND_KERNEL",)},
+        _DEVICE_ACTIVITY + _ids("demangledName", "shortName", "mangledName") + (
+            Col("gridX"), Col("gridY"), Col("gridZ"), Col("blockX"), Col("blockY"), Col("blockZ"),
+            Col("registersPerThread"), Col("staticSharedMemory"), Col("dynamicSharedMemory"),
+            Col("graphId", fill=-1),
+        ),
+        "HGGC kernel data", "--trace hggc"),
+    TableSpec(
+        "memcpy",
+        {ASYSREP: ("HGPTI_ACTIVITY_KIND_MEMCPY",), NSYS: ("CUPTI_ACTIVITY_KIND_MEMCPY",)},
+        _DEVICE_ACTIVITY + (Col("bytes"), Col("copyKind"), Col("srcKind", fill=-1), Col("dstKind", fill=-1)),
+        "HGGC memcpy data", "--trace hggc"),
+    TableSpec(
+        "memset",
+        {ASYSREP: ("HGPTI_ACTIVITY_KIND_MEMSET",), NSYS: ("CUPTI_ACTIVITY_KIND_MEMSET",)},
+        _DEVICE_ACTIVITY + (Col("value"), Col("bytes"), Col("memKind", fill=-1)),
+        "HGGC memset data", "--trace hggc"),
+    TableSpec(
+        "runtime",
+        {ASYSREP: ("HGPTI_ACTIVITY_KIND_RUNTIME",),
+         NSYS: ("CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_DRIVER")},
+        _TIME + (Col("globalTid", required=True), Col("correlationId", fill=-1),
+                 Col("nameId", required=True, kind="strid"), Col("returnValue"), Col("callchainId", fill=-1)),
+        "HGGC API data", "--trace hggc", concat=True),
+    TableSpec(
+        "hgtx",
+        {ASYSREP: ("HGTX_EVENTS",), NSYS: ("NVTX_EVENTS",)},
+        (Col("start", required=True), Col("end", fill=-1), Col("eventType", required=True),
+         Col("rangeId", fill=-1), Col("category", fill=-1), Col("globalTid"), Col("endGlobalTid", fill=-1),
+         Col("domainId"), Col("text", fill=-1, kind="text"), Col("textId", fill=-1, kind="strid")),
+        "HGTX data", "--trace hgtx"),
+    TableSpec(
+        "osrt",
+        {ASYSREP: ("OSRT_API",), NSYS: ("OSRT_API",)},
+        _TIME + (Col("globalTid", required=True), Col("nameId", required=True, kind="strid"),
+                 Col("returnValue"), Col("nestingLevel"), Col("callchainId", fill=-1)),
+        "OS runtime data", "--trace osrt"),
+    TableSpec(
+        "graph_nodes",
+        {ASYSREP: ("HGGC_GRAPH_NODE_EVENTS",), NSYS: ("CUDA_GRAPH_NODE_EVENTS",)},
+        _TIME + (Col("globalTid"), Col("correlationId", fill=-1), Col("graphId", fill=-1),
+                 Col("graphNodeId", fill=-1), Col("originalGraphNodeId", fill=-1), Col("nameId", fill=-1, kind="strid")),
+        "HGGC graph node data", "--trace hggc"),
+    TableSpec(
+        "callchains",
+        {ASYSREP: ("HGGC_CALLCHAINS",), NSYS: ("CUDA_CALLCHAINS",)},
+        (Col("id", required=True), Col("stackDepth", required=True)) + _ids("symbol", "module"),
+        "HGGC call-stack data", "--trace hggc --backtrace"),
+    TableSpec(
+        "memory_usage",
+        {ASYSREP: ("HGGC_PPU_MEMORY_USAGE_EVENTS",), NSYS: ("CUDA_GPU_MEMORY_USAGE_EVENTS",)},
+        (Col("start", required=True), Col("globalPid"), Col("globalTid", fill=-1), Col("deviceId"),
+         Col("contextId"), Col("address", required=True), Col("bytes"), Col("memKind", fill=-1),
+         Col("accessFlags", fill=-1), Col("memoryOperationType", required=True), Col("correlationId", fill=-1)),
+        "device memory usage data", "--hggc-memory-usage device"),
+    TableSpec(
+        "pccl_stages",
+        {ASYSREP: ("PCCL_STAGE_EVENTS",), NSYS: ()},
+        _TIME + (Col("globalTid"), Col("deviceId"), Col("channelId"), Col("channelType", fill=-1, kind="text"),
+                 Col("stageNameId", fill=-1, kind="strid")),
+        "PCCL transfer stage data", "--trace pccl"),
+    TableSpec(
+        "metrics",
+        {ASYSREP: ("PPU_METRICS",), NSYS: ("GPU_METRICS",)},
+        (Col("deviceId", sources=("deviceId", "typeId")), Col("start", sources=("start", "timestamp"), required=True),
+         Col("end", fill=-1), Col("metricId", required=True), Col("value", kind="float")),
+        "PPU metric data", "--ppu-metrics-device all"),
+    TableSpec(
+        "metric_info",
+        {ASYSREP: ("TARGET_INFO_PPU_METRICS",), NSYS: ("TARGET_INFO_GPU_METRICS",)},
+        (Col("metricId", required=True), Col("metricName", fill=-1, kind="text"), Col("unit", fill=-1, kind="text")),
+        "PPU metric data", "--ppu-metrics-device all"),
+    TableSpec(
+        "devices",
+        {ASYSREP: ("TARGET_INFO_PPU",), NSYS: ("TARGET_INFO_GPU",)},
+        (Col("id", sources=("id", "deviceId"), required=True), Col("name", fill=-1, kind="text"),
+         Col("busLocation", fill=-1, kind="text"), Col("uuid", fill=-1, kind="text"),
+         Col("hostname", fill=-1, kind="text"), Col("computeMajor", fill=-1), Col("computeMinor", fill=-1),
+         Col("asyncEngineCount", sources=("asyncEngineCount", "asyncEngines"), fill=-1),
+         Col("cuCount", sources=("cuCount", "smCount"), fill=-1), Col("totalMemory", fill=-1),
+         Col("clockRate", fill=-1), Col("memoryClockRate", fill=-1), Col("memoryBandwidth", fill=-1),
+         Col("peakFlopsBf16", fill=float("nan"), kind="float"), Col("peakFlopsFp16", fill=float("nan"), kind="float"),
+         Col("peakFlopsFp32", fill=float("nan"), kind="float"), Col("peakFlopsFp8", fill=float("nan"), kind="float"),
+         Col("peakFlopsInt8", fill=float("nan"), kind="float")),
+        "PPU device data", "--trace hggc"),
+    TableSpec(
+        "legacy_gpus",
+        {ASYSREP: (), NSYS: ("TARGET_INFO_CUDA_GPU",)},
+        (Col("deviceId", required=True), Col("computeCapabilityMajor", fill=-1),
+         Col("computeCapabilityMinor", fill=-1), Col("numMemcpyEngines", fill=-1),
+         Col("numMultiprocessors", fill=-1), Col("globalMemorySize", fill=-1), Col("coreClockRate", fill=-1)),
+        "PPU device data", "--trace hggc"),
+    TableSpec(
+        "system_env",
+        {ASYSREP: ("TARGET_INFO_SYSTEM_ENV",), NSYS: ("TARGET_INFO_SYSTEM_ENV",)},
+        (Col("name", fill=-1, kind="text"), Col("value", fill=-1, kind="text")),
+        "system environment data", "(any trace)"),
+    TableSpec(
+        "processes",
+        {ASYSREP: ("PROCESSES",), NSYS: ("PROCESSES",)},
+        (Col("globalPid"), Col("pid"), Col("name", fill=-1, kind="text")),
+        "process data", "(any trace)"),
+    TableSpec(
+        "threads",
+        {ASYSREP: ("ThreadNames",), NSYS: ("ThreadNames",)},
+        (Col("nameId", fill=-1, kind="strid"), Col("priority"), Col("globalTid")),
+        "thread name data", "(any trace)"),
+    TableSpec(
+        "analysis",
+        {ASYSREP: ("ANALYSIS_DETAILS",), NSYS: ("ANALYSIS_DETAILS",)},
+        (Col("duration"), Col("startTime"), Col("stopTime")),
+        "analysis range data", "(any trace)"),
+    TableSpec(
+        "session_start",
+        {ASYSREP: ("TARGET_INFO_SESSION_START_TIME",), NSYS: ("TARGET_INFO_SESSION_START_TIME",)},
+        (Col("utcEpochNs"),),
+        "session start time", "(any trace)"),
+    TableSpec(
+        "memcpy_kinds",
+        {ASYSREP: ("ENUM_HGGC_MEMCPY_OPER",), NSYS: ("ENUM_CUDA_MEMCPY_OPER",)},
+        (Col("id"), Col("name", fill=-1, kind="text"), Col("label", fill=-1, kind="text")),
+        "memcpy kind names", "(any trace)"),
+    TableSpec(
+        "mem_kinds",
+        {ASYSREP: ("ENUM_HGGC_MEM_KIND",), NSYS: ("ENUM_CUDA_MEM_KIND",)},
+        (Col("id"), Col("name", fill=-1, kind="text"), Col("label", fill=-1, kind="text")),
+        "memory kind names", "(any trace)"),
+)}
+
+# Names of the enumerations as Nsight Systems numbers them, for exports without ENUM_* tables.
+MEMCPY_KIND_LABELS = {
+    0: "Unknown", 1: "Host-to-Device", 2: "Device-to-Host", 3: "Host-to-Array", 4: "Array-to-Host",
+    5: "Array-to-Array", 6: "Array-to-Device", 7: "Device-to-Array", 8: "Device-to-Device",
+    9: "Host-to-Host", 10: "Peer-to-Peer", 11: "Unified Host-to-Device", 12: "Unified Device-to-Host",
+    13: "Unified Device-to-Device",
+}
+MEM_KIND_LABELS = {
+    0: "Unknown", 1: "Pageable", 2: "Pinned", 3: "Device", 4: "Array", 5: "Managed",
+    6: "Device Static", 7: "Managed Static",
+}
+
+# Nsight Systems numbers memory kinds differently from CUPTI (its ENUM_CUDA_MEM_KIND table):
+# the labels for Nsight exports that lack the table (verified on exports that have it).
+NSYS_MEM_KIND_LABELS = {
+    0: "Pageable", 1: "Pinned", 2: "Device", 3: "Array", 4: "Managed", 5: "Device Static",
+    6: "Managed Static", 7: "Unknown",
+}
+
+# Marker tables: which dialect a database is.
+DIALECT_MARKERS = {
+    ASYSREP: ("HGPTI_ACTIVITY_KIND_KERNEL", "HGPTI_ACTIVITY_KIND_RUNTIME", "HGTX_EVENTS", "TARGET_INFO_PPU"),
+    NSYS: ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_RUNTIME", "NVTX_EVENTS", "TARGET_INFO_GPU"),
+}
+
+
+def derived_names(columns: list[str]) -> list[str]:
+    """The columns :func:`derive_ids` adds to a table loaded with ``columns``."""
+    if "globalTid" in columns:
+        return ["pid", "tid"]
+    return ["pid"] if "globalPid" in columns and "pid" not in columns else []
+
+
+def derive_ids(table: EventTable) -> EventTable:
+    """Add ``pid``/``tid`` decoded from ``globalTid`` (or ``pid`` from ``globalPid``)."""
+    extra: dict[str, np.ndarray] = {}
+    if "globalTid" in table:
+        g = table["globalTid"]
+        extra = {"pid": (g >> 24) & 0xFFFFFF, "tid": g & 0xFFFFFF}
+    elif "globalPid" in table and "pid" not in table:
+        extra = {"pid": (table["globalPid"] >> 24) & 0xFFFFFF}
+    return table.with_columns(**extra) if extra else table

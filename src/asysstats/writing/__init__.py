@@ -1,0 +1,1 @@
+"""Writing results: CSV, aligned columns, JSON, XLSX, and where they go."""
