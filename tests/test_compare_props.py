@@ -35,7 +35,7 @@ def write(tmp_path, events) -> str:
 
 
 def rounded(value: float) -> float:
-    """One decimal, half away from zero (conventions 4)."""
+    """One decimal, half away from zero (docs/decisions.md D2)."""
     import math
 
     return math.copysign(math.floor(abs(value) * 10 + 0.5 + 1e-9) / 10, value)

@@ -1,5 +1,5 @@
 """The ``hgtx-name`` option of the kernel rules: the innermost HGTX range enclosing the launch
-call on the launching thread prefixes the kernel name (conventions 13)."""
+call on the launching thread prefixes the kernel name (docs/decisions.md D10)."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 A comparison computes a single-report table on the base and on the target report (the
 single rule's own compute: no statistic is computed twice), matches the rows of the two
 tables by key (a full outer join), and lays them out as ``base / target`` cells
-(conventions 10) with ``target / base`` ratios (conventions 5). A side without a matching
+(docs/decisions.md D5) with ``target / base`` ratios (docs/decisions.md D4). A side without a matching
 row is missing and prints ``-``; so is a ratio whose base is 0. ``top=N`` keeps the rows in
 the first N of either report; ``matched-only`` hides rows with a missing side. Rows are
 sorted by the larger of the two sides' sort values, descending (the reference's hotspot

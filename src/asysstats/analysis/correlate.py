@@ -1,4 +1,4 @@
-"""Correlating HGTX ranges with PPU activities (conventions 13-14), all by sorted joins.
+"""Correlating HGTX ranges with PPU activities (docs/decisions.md D10, D11), all by sorted joins.
 
 * An activity (kernel, memcpy, memset) links to its launching API call by
   ``(process, correlationId)``: a sort + ``searchsorted`` join with the runtime table.
@@ -98,7 +98,7 @@ def creation_rows(nodes: EventTable, activities: EventTable) -> np.ndarray:
 
 def correlate(report: "Report", ranges: EventTable, activities: EventTable, graph_mapping: bool = True,
               launch: np.ndarray | None = None) -> Pairs:
-    """Every (range, activity) pair of conventions 14; a pair found both ways is direct.
+    """Every (range, activity) pair of docs/decisions.md D11; a pair found both ways is direct.
     ``launch``: the activities' :func:`launch_rows`, when the caller has them."""
     calls = runtime_calls(report)
     launch = launch_rows(calls, activities) if launch is None else launch

@@ -37,7 +37,7 @@ def launch_rows(calls: EventTable, activities: EventTable) -> np.ndarray:
 def innermost_range_names(inputs: Inputs, activities: EventTable) -> np.ndarray:
     """Per activity row (kernels, memcpy, memset: ``pid``, ``correlationId``), the name id
     of the innermost range (latest start, then earliest end) on the launching call's thread
-    that holds the call's start; -1 when none (conventions 13).
+    that holds the call's start; -1 when none (docs/decisions.md D10).
 
     Every range of the report counts (the time window selects activities, not the ranges
     around them); graph mapping does not apply."""

@@ -1,4 +1,4 @@
-"""Kernel name modes (conventions 12): demangled (default), ``base`` and ``mangled``.
+"""Kernel name modes (docs/decisions.md D9): demangled (default), ``base`` and ``mangled``.
 
 Each function works once per distinct string id and returns per-row ids into the pool.
 """

@@ -3,7 +3,7 @@
 
 Parsed once per distinct range name. The merge key drops the per-rank fields ``r`` and
 ``b``, so that the ranks of one communication share it. Bytes moved follow the bus
-factors of nccl-tests (conventions 19).
+factors of nccl-tests (docs/decisions.md D22).
 """
 
 from __future__ import annotations
@@ -89,7 +89,7 @@ def annotations(pool: StringPool, names: np.ndarray) -> Annotations:
 
 
 def rank_bytes(count: np.ndarray, element: np.ndarray, ranks: np.ndarray, factor_kind: np.ndarray) -> np.ndarray:
-    """Bytes one rank moves: bus factor(n) x count x element size (conventions 19)."""
+    """Bytes one rank moves: bus factor(n) x count x element size (docs/decisions.md D22)."""
     n = np.maximum(ranks, 1).astype(np.float64)
     factor = np.select([factor_kind == 2, factor_kind == 1], [2.0 * (n - 1) / n, (n - 1) / n], 1.0)
     return factor * count * element

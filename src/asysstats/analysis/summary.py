@@ -1,5 +1,5 @@
 """The shape shared by the summary rules: duration (or size) statistics per group, sorted
-by total descending, ties by name ascending then the other keys (conventions 11).
+by total descending, ties by name ascending then the other keys (docs/decisions.md D8).
 
 A summary rule is declared as a :class:`Summary`: ``rows`` (group keys and one value per
 row, computed on one report) and ``frame`` (per-group statistics to output columns). Its

@@ -3,7 +3,7 @@
 Groups are given by one or more integer key arrays (the first is the most significant).
 Statistics: count, sum, mean, median (mean of the two middle values for an even count),
 min, max and the population standard deviation (divide by N). Means, medians and
-deviations are floats; writers truncate them for integer columns (conventions 1-3).
+deviations are floats; writers truncate them for integer columns (docs/decisions.md D1).
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ PERCENT = "percent"  # one decimal (the --format ratio unit changes the decimals
 RATIO = "ratio"      # one decimal
 DECIMAL = "decimal"  # a measured value, one decimal
 TEXT = "text"        # quoted; string ids are resolved through the report's string pool
-# Comparison cells (docs/decisions.md): an (n, 2) array of base and target values, each side
+# Comparison cells (docs/decisions.md D5): an (n, 2) array of base and target values, each side
 # formatted with the inner kind and joined as "base / target"; a missing side prints "-".
 PAIR_INT = "pair_int"
 PAIR_PERCENT = "pair_percent"

@@ -77,7 +77,7 @@ def category_rows(inputs: Inputs, options: Mapping[str, Any]) -> Rows:
 
 def category_frame(inputs: Inputs, options: Mapping[str, Any], keys: tuple[np.ndarray, ...], stats: Stats) -> dict:
     """Every category (0 launches when no kernel matched it), by total descending, then label."""
-    if len(keys[0]) == 0:  # conventions 9: no kernel at all is an empty result, header only
+    if len(keys[0]) == 0:  # docs/decisions.md D7: no kernel at all is an empty result, header only
         return {c.name: np.empty(0, dtype=object if c.kind == TEXT else np.int64) for c in COLUMNS}
     labels, _ = compile_groups(inputs.settings.kernel_groups)
     position = {int(key): i for i, key in enumerate(inputs.strings.intern(labels))}

@@ -1,4 +1,4 @@
-"""HGTX-correlated kernels: ``hgtx_kern_sum`` and ``hgtx_kern_trace`` (conventions 14).
+"""HGTX-correlated kernels: ``hgtx_kern_sum`` and ``hgtx_kern_trace`` (docs/decisions.md D11).
 
 A kernel counts in every range that holds the start of its launch call (on the call's
 thread), and with graph mapping in the ranges holding the creation of its graph node.

@@ -32,7 +32,7 @@ def kernel_columns(options: Mapping[str, Any], *extra: str) -> tuple[str, ...]:
 
 def kernel_name_key(inputs: Inputs, kernels: EventTable, options: Mapping[str, Any]) -> Coded:
     """Per-kernel name ids (coded) in the chosen name mode, prefixed ``<range>/`` with
-    ``hgtx-name`` (the innermost HGTX range enclosing the launch call, conventions 13)."""
+    ``hgtx-name`` (the innermost HGTX range enclosing the launch call, docs/decisions.md D10)."""
     names = kernel_name_codes(inputs.strings, kernels, name_mode(options))
     if not options.get("hgtx-name"):
         return names

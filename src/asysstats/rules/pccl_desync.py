@@ -1,7 +1,7 @@
 """PCCL desynchronisation (``pccl_desync_trace``, ``pccl_desync_summary``).
 
 A communication is a connected set of chained-overlapping PCCL kernels of one name,
-across all devices and processes (conventions 18). Its duration runs from the first
+across all devices and processes (docs/decisions.md D21). Its duration runs from the first
 start to the last end; its overlap is the time all of its kernels run at once,
 ``max(0, min(end) - max(start))``; its desync rate is ``(duration - overlap) / duration``.
 Zero-length kernels never run and are ignored.
@@ -30,7 +30,7 @@ PCCL_KERNEL = re.compile(r"\s*(?:void\s+)?(?:pccl|nccl)", re.IGNORECASE)
 
 def pccl_mask(pool: StringPool, kernels: EventTable) -> np.ndarray:
     """PCCL kernels: the (demangled) name starts, after an optional ``void ``, with
-    ``pccl`` or ``nccl``, in any case (conventions 18)."""
+    ``pccl`` or ``nccl``, in any case (docs/decisions.md D21)."""
     ids = np.where(kernels["demangledName"] >= 0, kernels["demangledName"], kernels["mangledName"])
     out = np.zeros(len(ids), dtype=bool)
     valid = ids >= 0

@@ -1,6 +1,6 @@
 """PCCL operator summary (``pccl_op_sum``).
 
-An *execution* is a PCCL kernel correlated with a PCCL annotation range (conventions 14,
+An *execution* is a PCCL kernel correlated with a PCCL annotation range (docs/decisions.md D11,
 graph mapping by default; the innermost annotation wins). Executions sharing a merge key
 (operator and parameters without the per-rank ``r`` and ``b``) are numbered per process
 and device in start order over the whole report, so that ``--filter-time`` cannot shift
@@ -8,7 +8,7 @@ the numbering; the k-th executions of every device form one collective *instance
 
 Collective: Trans Time sums the shortest kernel of each instance, Total Time the longest,
 Instances counts instances. Point-to-point (Send, Recv): every execution is an instance.
-Trans Size sums the bytes each rank moves (conventions 19); bandwidth = size / Trans Time.
+Trans Size sums the bytes each rank moves (docs/decisions.md D22); bandwidth = size / Trans Time.
 """
 
 from __future__ import annotations

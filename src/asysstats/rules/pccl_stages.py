@@ -19,7 +19,7 @@ KEY_COLUMNS = (
     Column("Channel Type", TEXT, "PCCL channel type (TX or RX)"),
     Column("Name", TEXT, "Stage name"),
 )
-# The reference's example header carries no units (conventions 6: the example wins).
+# The reference's example header carries no units (docs/decisions.md D6: the example wins).
 STAT_COLUMNS = (
     Column("Total Time", INT, "Stage total time (ns)"),
     Column("Instances", INT, "Number of instances"),

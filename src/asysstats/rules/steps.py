@@ -6,7 +6,7 @@ per thread over the matching ranges in start order:
 
 * start = max(range start, end of the previous step's window on the thread);
 * end = max(range end, end of the last PPU activity the step launched, start) — the
-  launched activities are those correlated with the range (conventions 14).
+  launched activities are those correlated with the range (docs/decisions.md D11).
 
 Inside the window, PPU time is assigned by priority (the plugin's): Kernel (kernels that
 are not communication), then Memcpy, Memset and Communication, each the union of its

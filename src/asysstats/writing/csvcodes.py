@@ -1,4 +1,4 @@
-"""Columns of a result coded once for its CSV (conventions 6-8): the cells of a column's
+"""Columns of a result coded once for its CSV (docs/decisions.md D6): the cells of a column's
 distinct values formatted once, and a code per row into them.
 
 A column of few distinct values (string ids, small integers, a :class:`Coded` column) is

@@ -1,4 +1,4 @@
-"""The CSV lines of a slice of a result's rows (conventions 6-8), as one piece of bytes.
+"""The CSV lines of a slice of a result's rows (docs/decisions.md D6), as one piece of bytes.
 
 Columns coded once per result (:mod:`asysstats.writing.csvcodes`) take their cells by code; the
 others are coded per piece where it has few values of them. Consecutive

@@ -1,7 +1,7 @@
 """Cell formatting by column kind, vectorised with pyarrow compute (no Python row loops).
 
-Integers print as integers (floats truncated toward zero, conventions 1-3); percentages,
-ratios and decimals with one decimal rounded half away from zero (conventions 4); a
+Integers print as integers (floats truncated toward zero, docs/decisions.md D1); percentages,
+ratios and decimals with one decimal rounded half away from zero (docs/decisions.md D2); a
 missing cell (NaN, ``NA``, a missing string id) prints ``-``.
 """
 
@@ -69,7 +69,7 @@ def texts(values: np.ndarray | pa.Array, strings: StringPool) -> np.ndarray:
 def cells(kind: str, values: np.ndarray | pa.Array, strings: StringPool, decimals: int = 1,
           csv: bool = False) -> pa.Array:
     """The printed text of every cell; missing cells ``-``. With ``csv``, the CSV cell:
-    text double-quoted with quotes doubled, numbers bare, a missing cell ``"-"`` (conventions 6-8)."""
+    text double-quoted with quotes doubled, numbers bare, a missing cell ``"-"`` (docs/decisions.md D6)."""
     if kind in PAIR_INNER:
         base, target = (cells(PAIR_INNER[kind], side, strings, decimals) for side in pair_sides(values))
         joined = pc.binary_join_element_wise(base, target, text(PAIR_SEPARATOR))
@@ -162,7 +162,7 @@ def pair_sides(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def quoted(array: pa.Array) -> pa.Array:
-    """CSV text cell: always double-quoted, embedded quotes doubled (conventions 7); the text
+    """CSV text cell: always double-quoted, embedded quotes doubled (docs/decisions.md D6); the text
     is searched for a quote once (a memchr of its bytes) before it is rewritten."""
     if array.null_count or b'"' in text_bytes(array).tobytes():
         array = pc.replace_substring(array, '"', '""')

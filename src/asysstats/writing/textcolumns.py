@@ -28,7 +28,7 @@ class TextColumn(Gathered):
         return np.array(self[:].to_pylist(), dtype=object)
 
     def csv_cells(self, key: slice) -> pa.Array:
-        """The CSV cells of a slice of rows (conventions 7): the distinct values quoted as
+        """The CSV cells of a slice of rows (docs/decisions.md D6): the distinct values quoted as
         they are taken, one pass over the text."""
         return quoted(self[key])
 

@@ -1,4 +1,4 @@
-"""Writers of rule results: CSV (conventions 6-8), aligned console columns, JSON, XLSX, and
+"""Writers of rule results: CSV (docs/decisions.md D6), aligned console columns, JSON, XLSX, and
 ``py``: the bare lines of a one-text-column result (the ``ppu_op_unit_test`` script).
 
 Every writer formats cells from the column kinds; rules never format.

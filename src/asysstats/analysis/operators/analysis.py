@@ -1,7 +1,7 @@
 """One report's operators: recognised ranges, their PPU activities, and who claims each activity.
 
 Ranges recognised as operators are correlated with PPU activities by
-:func:`asysstats.analysis.correlate.correlate` (conventions 14; graph mapping unless
+:func:`asysstats.analysis.correlate.correlate` (docs/decisions.md D11; graph mapping unless
 ``no-graph-mapping``). For every activity the analysis keeps, per claim class (custom
 hgtx rule, library, framework) and per layer (framework, library), the *outermost*
 correlated operator range (earliest start, then latest end). The flat rules let one

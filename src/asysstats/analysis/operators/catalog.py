@@ -35,7 +35,7 @@ TORCH_NAME = re.compile(r"(?P<ns>[A-Za-z_]\w*)::(?P<op>[A-Za-z_][\w.]*)")
 AUTOGRAD_FIELDS = ("seq", "op_id", "sizes", "input_op_ids")
 # Kernel names -> type, tried in this order (case-insensitive search in the demangled name).
 KERNEL_TYPES = (
-    (PCCL, re.compile(r"^(?:void\s+)?(?:pccl|nccl)", re.IGNORECASE)),  # conventions 18
+    (PCCL, re.compile(r"^(?:void\s+)?(?:pccl|nccl)", re.IGNORECASE)),  # docs/decisions.md D21
     (MOE, re.compile(r"fused_moe|marlin_moe|moe_wna16", re.IGNORECASE)),
     (FLASH_ATTENTION, re.compile(r"flash|fmha|^attn_fwd|^_?attn_bwd", re.IGNORECASE)),
     (GEMM, re.compile(r"gemm|cublas|cutlass|nvjet|^Cijk_|hipblaslt|rocblas", re.IGNORECASE)),
