@@ -14,7 +14,9 @@ import pytest
 from asysstats.cli.app import main
 from asysstats.synth.writer import ReportWriter
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
+SHARED_CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
+REAL_FIXTURES = Path(__file__).resolve().parent / "fixtures" / "real"  # a small part of it, in the repository
+CORPUS = SHARED_CORPUS if SHARED_CORPUS.is_dir() else REAL_FIXTURES
 NSYS_CORPUS = CORPUS / "nsys"
 NSYS_FILES = sorted(NSYS_CORPUS.glob("*.sqlite")) if NSYS_CORPUS.is_dir() else []
 
