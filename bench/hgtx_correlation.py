@@ -12,14 +12,15 @@ from __future__ import annotations
 
 import argparse
 import time
-from types import SimpleNamespace
 
 import numpy as np
 
 import asysstats.analysis.launches as launches_module
 from asysstats.analysis.correlate import Pairs, correlate, project
+from asysstats.analysis.inputs import Inputs
 from asysstats.analysis.launches import innermost_range_names
 from asysstats.analysis.nesting import nesting
+from asysstats.core.strings import StringPool
 from asysstats.core.tables import EventTable
 
 DEPTH = 4
@@ -73,20 +74,20 @@ def main() -> None:
     nodes = EventTable({
         "start": np.sort(rng.integers(0, span, k)), "globalTid": rng.integers(0, args.threads, k) + (1 << 24),
         "graphNodeId": np.arange(k), "originalGraphNodeId": np.full(k, -1), "pid": np.ones(k, np.int64)})
-    report = _FakeReport(calls, nodes, ranges)
-    launches_module.all_ranges = lambda rep: rep.ranges  # no report file: ranges come from arrays
+    inputs = Inputs(_FakeReport(calls, nodes, ranges))
+    launches_module.all_ranges = lambda given: given.report.ranges  # no report file: ranges come from arrays
 
     t0 = clock()
-    pairs: Pairs = correlate(report, ranges, kernels, graph_mapping=False)
+    pairs: Pairs = correlate(inputs, ranges, kernels, graph_mapping=False)
     t_direct = clock() - t0
     t0 = clock()
-    pairs_graph = correlate(report, ranges, kernels, graph_mapping=True)
+    pairs_graph = correlate(inputs, ranges, kernels, graph_mapping=True)
     t_graph = clock() - t0
     t0 = clock()
     project(pairs_graph, kernels, ranges.rows)
     t_proj = clock() - t0
     t0 = clock()
-    innermost_range_names(SimpleNamespace(report=report), kernels)
+    innermost_range_names(inputs, kernels)
     t_inner = clock() - t0
     print(f"{ranges.rows} ranges x {k} kernels, {args.threads} threads (CPU seconds)")
     print(f"nesting sweep          {t_nest:7.2f} s")
@@ -97,9 +98,10 @@ def main() -> None:
 
 
 class _FakeReport:
-    """Just enough of ``Report`` for the correlation functions."""
+    """Just enough of a report (:class:`~asysstats.reading.protocol.ReportSource`) for the correlation functions."""
 
     def __init__(self, calls: EventTable, nodes: EventTable, ranges: EventTable) -> None:
+        self.strings = StringPool()
         self.tables = {"runtime": calls, "graph_nodes": nodes}
         self.ranges = ranges
 

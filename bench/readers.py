@@ -5,7 +5,7 @@
 The report (StringIds + a kernel table) is built once and cached under bench/out/.
 Timed: SQLite's own aggregate over the table (the floor: every page read, nothing
 returned), then each reader fetching five columns of every row, then the asysstats
-loader (``Report.load``: connectorx in rowid slices on parallel threads, then numpy),
+loader (``SqliteReport.load``: connectorx in rowid slices on parallel threads, then numpy),
 cold and from its column cache. Then checks on tiny databases: NULLs (in a column with values,
 in an all-NULL column), an empty table, a read-only (``mode=ro``) open, and whether a
 read of a WAL-mode database leaves ``-wal``/``-shm`` files or changes the file.
@@ -89,9 +89,9 @@ READERS: dict[str, Callable[[Path, str], object]] = {
 
 
 def load_with_asysstats(path: Path, cache: bool = False):
-    from asysstats.reading.sqlite import Report
+    from asysstats.reading.sqlite import SqliteReport
 
-    report = Report(path, cache=cache)
+    report = SqliteReport(path, cache=cache)
     try:
         return report.load("kernels", ("start", "end", "deviceId", "correlationId", "demangledName"))
     finally:
@@ -113,10 +113,10 @@ def timings(path: Path, repeat: int) -> list[dict]:
         seconds, result = best_of(repeat, lambda: reader(path, FIVE))
         out.append({"reader": name, "seconds": seconds, "rows": rows_of(result)})
     seconds, table = best_of(repeat, lambda: load_with_asysstats(path))
-    out.append({"reader": "asysstats Report.load, cold", "seconds": seconds, "rows": table.rows})
+    out.append({"reader": "asysstats SqliteReport.load, cold", "seconds": seconds, "rows": table.rows})
     load_with_asysstats(path, cache=True)  # fills the column cache (bench/out/cache)
     seconds, table = best_of(repeat, lambda: load_with_asysstats(path, cache=True))
-    out.append({"reader": "asysstats Report.load, cached", "seconds": seconds, "rows": table.rows})
+    out.append({"reader": "asysstats SqliteReport.load, cached", "seconds": seconds, "rows": table.rows})
     for row in out:
         row["ratio"] = row["seconds"] / floor
     return out

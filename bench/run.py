@@ -35,7 +35,7 @@ from common import kernel_report
 
 from asysstats.reading.cache import ColumnCache
 from asysstats.reading.schema import TABLES
-from asysstats.reading.sqlite import Report
+from asysstats.reading.sqlite import SqliteReport
 from asysstats.rules.registry import REGISTRY
 
 OUT = Path(__file__).resolve().parent / "out"
@@ -62,7 +62,7 @@ def scan_seconds(report: Path, queries: list[str]) -> float:
 
 def physical_tables(report: Path, tables: list[str]) -> Iterator[tuple[str, str, set[str]]]:
     """(logical table, physical table, its columns) of each physical table of the logical ``tables``."""
-    opened = Report(report, cache=False)
+    opened = SqliteReport(report, cache=False)
     for logical in tables:
         for table in opened.physical_tables(logical):
             yield logical, table, set(opened.table_columns(table))
@@ -142,7 +142,7 @@ def loaded_bytes(report: Path, tables: list[str]) -> tuple[int, int]:
 @functools.cache
 def table_bytes(report: Path, logical: str) -> tuple[int, int]:
     """:func:`loaded_bytes` of one logical table."""
-    opened = Report(report, cache=False)
+    opened = SqliteReport(report, cache=False)
     spec = TABLES[logical]
     size = flat = 0
     for table in opened.physical_tables(logical):

@@ -334,7 +334,7 @@ def test_the_ranges_kept_per_report_do_not_keep_it_alive(tmp_path):
     path = tmp_path / "sample.asysrep"
     shutil.copyfile(SAMPLE, path)
     report = open_report(path)
-    assert hgtx.all_ranges(report)["level"].max() > 0
+    assert hgtx.all_ranges(Inputs(report))["level"].max() > 0
     alive = weakref.ref(report)
     report.close()
     del report
@@ -363,6 +363,6 @@ def test_the_range_build_frees_the_events_text_before_it_stores_the_ranges(tmp_p
 
     monkeypatch.setattr(report, "load", watched_load)
     monkeypatch.setattr(report._column_cache, "put_table", watched_store)
-    assert len(hgtx.all_ranges(report)["name"]) > 0
+    assert len(hgtx.all_ranges(Inputs(report))["name"]) > 0
     assert freed and freed[0] == {"text": True, "textId": True, "domainId": True}
     report.close()

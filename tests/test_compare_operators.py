@@ -3,12 +3,14 @@ annotations, different kernel names); operators match by type and merged paramet
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
 
 from asysstats.analysis.inputs import Inputs
 from asysstats.analysis.operators import analysis
+from asysstats.analysis.operators.common import AnalysisOptions
 from asysstats.api.running import run_rule
 from asysstats.reading.opening import open_report
 from asysstats.rules.compare_operators import match_key
@@ -177,33 +179,30 @@ def test_a_report_compared_with_itself(sample, rule):
         assert all("-" != row[n] for n in row if n.startswith(("Base", "Target")))
 
 
-class ReadOptions(dict):
-    """Options that note every name read of them."""
+class ReadOptions:
+    """Analysis options that note every option read of them."""
 
-    def __init__(self, values: dict, read: set) -> None:
-        super().__init__(values)
-        self.read = read
+    def __init__(self, values: AnalysisOptions, read: set) -> None:
+        self.values, self.read = values, read
 
-    def get(self, key, default=None):
-        self.read.add(key)
-        return super().get(key, default)
+    def __getattr__(self, name):
+        method = getattr(type(self.values), name, None)
+        if callable(method):
+            return method.__get__(self)  # what it reads is read through this proxy
+        self.read.add(name)
+        return getattr(self.values, name)
 
-    def __getitem__(self, key):
-        self.read.add(key)
-        return super().__getitem__(key)
-
-    def __contains__(self, key):
-        self.read.add(key)
-        return super().__contains__(key)
+    def __repr__(self) -> str:
+        return repr(self.values)
 
 
-@pytest.mark.parametrize("rule", sorted({r for r in REGISTRY if "op" in {o.name for o in r.options}},
+@pytest.mark.parametrize("rule", sorted({r for r in REGISTRY if "op" in {o.name for o in r.all_options}},
                                         key=lambda r: r.name), ids=lambda r: r.name)
 def test_an_operator_analysis_reads_only_the_options_its_sharing_is_keyed_by(op_paths, rule):
     read: set = set()
     inputs = Inputs(open_report(op_paths[0]))
-    analysis.analysed(inputs, ReadOptions(rule.parse_options({}), read), "demangled")
-    assert read and read <= set(analysis.ANALYSIS_OPTIONS)
+    analysis.analysed(inputs, ReadOptions(rule.parse_options({}).like(AnalysisOptions), read), "demangled")
+    assert read and read <= {f.name for f in dataclasses.fields(AnalysisOptions)}
 
 
 def test_a_comparison_analyses_the_operators_of_each_report_once(op_paths, tmp_path, monkeypatch):

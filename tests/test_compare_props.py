@@ -119,7 +119,7 @@ def test_matching_is_a_full_outer_join(base_rows, target_rows, top, matched_only
     """Keys may repeat: the k-th row of a key pairs with the k-th of the other side."""
     import numpy as np
 
-    from asysstats.analysis.comparison import match_rows, ordered, selected
+    from asysstats.analysis.comparison import Selection, match_rows, ordered, selected
 
     def frame(rows):
         return {"name": np.array([r[0] for r in rows], dtype=object),
@@ -137,7 +137,7 @@ def test_matching_is_a_full_outer_join(base_rows, target_rows, top, matched_only
     expected += [(-1, j) for j in range(len(target_rows)) if j not in used]
     assert list(zip(pairing.base.tolist(), pairing.target.tolist())) == expected
 
-    chosen = selected(pairing, {"top": top, "matched-only": matched_only})
+    chosen = selected(pairing, Selection(top=top, matched_only=matched_only))
     keep = [(b, t) for b, t in expected if (top is None or 0 <= b < top or 0 <= t < top)
             and (not matched_only or (b >= 0 and t >= 0))]
     assert sorted(zip(chosen.base.tolist(), chosen.target.tolist())) == sorted(keep)

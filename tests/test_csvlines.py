@@ -58,7 +58,7 @@ def test_csv_lines_match_each_cell_formatted_alone(spec, rows, seed, chunk, repe
         kinds.append(kind)
         frame[f"c{i}"] = values
     rule = Rule("demo", "Demo", "A demo rule.", tuple(Column(f"c{i}", k, "") for i, k in enumerate(kinds)),
-                lambda i, o: {}, ("kernels",))
+                lambda i, o: {}, {"kernels": ()})
     result = Result(rule.name, rule.title, rule.share, rule.columns, frame, pool)
     writers.CHUNK_ROWS, saved = chunk, writers.CHUNK_ROWS
     try:

@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from asysstats.analysis.declarations import ROWS, Rule
+from asysstats.analysis.declarations import RowsOptions, Rule
 from asysstats.compute.distinct import Coded
 from asysstats.core.columns import INT, TEXT, Column
 from asysstats.core.result import Gathered, Result
@@ -15,7 +15,7 @@ from asysstats.core.tables import NA
 from asysstats.writing import writers
 
 RULE = Rule("demo", "Demo", "A demo rule.", (Column("Id", INT, ""), Column("Name", TEXT, "")), lambda i, o: {},
-            ("kernels",), options=(ROWS,))
+            {"kernels": ()}, options=RowsOptions)
 
 
 @settings(max_examples=40, deadline=None)
@@ -28,8 +28,8 @@ def test_gathered_columns_print_like_their_gathered_values(values, picks, chunk,
     index = np.array([p % len(base) for p in picks], dtype=np.int64)
     ids = np.where(base >= 0, words[np.abs(base) % 3], -1)
     numbers = np.where(base == -3, NA, base)
-    lazy = RULE.shaped({"rows": rows}, {"Id": Gathered(numbers, index), "Name": Gathered(ids, index)}, pool)
-    plain = RULE.shaped({"rows": rows}, {"Id": numbers[index], "Name": ids[index]}, pool)
+    lazy = RULE.shaped(RowsOptions(rows=rows), {"Id": Gathered(numbers, index), "Name": Gathered(ids, index)}, pool)
+    plain = RULE.shaped(RowsOptions(rows=rows), {"Id": numbers[index], "Name": ids[index]}, pool)
     assert lazy.rows == plain.rows and np.asarray(lazy.frame["Id"]).tolist() == plain.frame["Id"].tolist()
     writers.CHUNK_ROWS, saved = chunk, writers.CHUNK_ROWS
     try:
@@ -55,7 +55,7 @@ def test_a_gathered_function_is_computed_for_the_rows_read():
 
 
 WIDE = Rule("wide", "Wide", "A demo rule.", tuple(Column(f"c{i}", kind, "") for i, kind in enumerate(
-    (INT, INT, TEXT, INT, INT, TEXT, INT))), lambda i, o: {}, ("kernels",))
+    (INT, INT, TEXT, INT, INT, TEXT, INT))), lambda i, o: {}, {"kernels": ()})
 
 
 @settings(max_examples=25, deadline=None)

@@ -17,7 +17,7 @@ from asysstats.analysis.launches import innermost_range_names
 from asysstats.analysis.nesting import nesting
 from asysstats.compute import intervals
 from asysstats.core.tables import NA
-from asysstats.reading.sqlite import Report
+from asysstats.reading.sqlite import SqliteReport
 from asysstats.synth.writer import ReportWriter
 
 SETTINGS = settings(max_examples=40, deadline=None)
@@ -109,8 +109,8 @@ def test_ranges_table_names_domains_marks_and_cross_thread_ends(writer):
                globalTid=[t1, other, t1, t1, t1, t1, other], endGlobalTid=[None, None, None, None, t2, None, None],
                domainId=[3, 3, 0, 3, 3, 0, 0])
     writer.close()
-    report = Report(writer.path)
-    ranges = all_ranges(report)
+    report = SqliteReport(writer.path)
+    ranges = all_ranges(Inputs(report))
     names = report.strings.lookup(ranges["name"]).tolist()
     assert names == ["outer", "NCCL:from textId", "NCCL:async", "same id, other process"]
     assert ranges["rangeId"].tolist() == [3, 4, 5, 7]
@@ -123,7 +123,7 @@ def test_missing_end_lasts_until_the_last_hgtx_timestamp(writer):
     writer.add("hgtx", start=[10, 20], end=[None, 500], eventType=[PUSHPOP, STARTEND], text=["open", "x"],
                globalTid=gtid(1, 1), domainId=0)
     writer.close()
-    ranges = all_ranges(Report(writer.path))
+    ranges = all_ranges(Inputs(SqliteReport(writer.path)))
     assert ranges["end"].tolist() == [500, 500]
 
 
@@ -200,12 +200,12 @@ def test_correlation_and_projection_match_brute_force(ev, graph_mapping):
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "r.asysrep"
         write_events(path, ev)
-        report = Report(path)
+        report = SqliteReport(path)
         inputs = Inputs(report)
-        ranges = all_ranges(report)
+        ranges = all_ranges(Inputs(report))
         acts = ppu_activities(inputs)
         order = [i for kind in (0, 1) for i, k in enumerate(ev["kernels"]) if k[4] == kind]
-        pairs = correlate(report, ranges, acts, graph_mapping)
+        pairs = correlate(Inputs(report), ranges, acts, graph_mapping)
         got = {(int(r), int(a)): bool(g) for r, a, g in zip(pairs.range_row, pairs.activity_row, pairs.via_graph)}
         assert len(got) == len(pairs.range_row)
         want = brute_pairs(ev, order, graph_mapping)

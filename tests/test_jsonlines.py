@@ -21,7 +21,7 @@ COLUMNS = (Column("Count", INT, ""), Column("Truncated", INT, ""), Column("Time 
            Column("Ratio", RATIO, ""), Column('Value "x"', DECIMAL, ""), Column("Name", TEXT, ""),
            Column("Label", TEXT, ""), Column("Stack", TEXT, ""), Column("Counts", PAIR_INT, ""),
            Column("Shares", PAIR_PERCENT, ""), Column("Names", PAIR_TEXT, ""))
-RULE = Rule("demo", "Demo", "A demo rule.", COLUMNS, lambda i, o: {}, ("kernels",))
+RULE = Rule("demo", "Demo", "A demo rule.", COLUMNS, lambda i, o: {}, {"kernels": ()})
 
 words = st.text(st.characters(blacklist_characters="\0", blacklist_categories=("Cs",)), max_size=8)
 integers = st.one_of(st.integers(-2 ** 62, 2 ** 62), st.just(NA))

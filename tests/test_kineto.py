@@ -16,7 +16,7 @@ import asysstats.cli.runs
 from asysstats.core.errors import AsysError
 from asysstats.reading.kineto.report import KinetoReport
 from asysstats.reading.opening import open_report
-from asysstats.reading.sqlite import Report
+from asysstats.reading.sqlite import SqliteReport
 
 from conftest import CORPUS, fingerprint, run_cli
 
@@ -102,7 +102,7 @@ def test_open_report_dispatches_on_content(trace, writer, tmp_path):
     assert isinstance(open_report(trace), KinetoReport)
     assert isinstance(open_report(write_trace(tmp_path / "t.gz", EVENTS, gz=True)), KinetoReport)
     writer.close()
-    assert isinstance(open_report(writer.path), Report)
+    assert isinstance(open_report(writer.path), SqliteReport)
 
 
 def test_device_tables(trace):

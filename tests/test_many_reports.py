@@ -5,6 +5,7 @@ clocks (``--ts-normalize``, ``--ts-shift``), bad reports, report arguments, the 
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +22,7 @@ from asysstats.reading.merged.cluster import DaskExecutor, InlineExecutor
 from asysstats.reading.merged.identity import JobIds, Placement, place
 from asysstats.reading.merged.report import open_merged
 from asysstats.reading.schema import TABLES
-from asysstats.reading.sqlite import Report
+from asysstats.reading.sqlite import SqliteReport
 from asysstats.rules.registry import REGISTRY
 from asysstats.synth.llm.sample import build
 from asysstats.synth.writer import ENUMS, NULL, ReportWriter
@@ -76,7 +77,7 @@ def merged_pid(concat: np.ndarray) -> np.ndarray:
 def concatenate(paths: list[Path], out: Path, shifts: list[int]) -> Path:
     """One report holding every event of ``paths``: times shifted, devices numbered job-wide
     (``offset + id``), processes ``k << 16 | pid``, per-report ids ``k << 32 | id``."""
-    reports = [Report(p, cache=False) for p in paths]
+    reports = [SqliteReport(p, cache=False) for p in paths]
     spans = [int(r.load("devices", ("id",))["id"].max()) + 1 for r in reports]
     offsets = np.cumsum([0] + spans[:-1])
     w = ReportWriter(out)
@@ -100,7 +101,7 @@ def concatenate(paths: list[Path], out: Path, shifts: list[int]) -> Path:
     return out
 
 
-def job_column(w: ReportWriter, report: Report, table: str, col, values: np.ndarray, k: int, offset: int,
+def job_column(w: ReportWriter, report: SqliteReport, table: str, col, values: np.ndarray, k: int, offset: int,
                shift: int) -> np.ndarray:
     if col.kind == "text":
         return report.strings.lookup(values)
@@ -150,15 +151,15 @@ def utc_shifts(paths: list[Path]) -> list[int]:
     """--ts-normalize by hand: session start (UTC) minus the analysis start, per report."""
     out = []
     for path in paths:
-        report = Report(path, cache=False)
+        report = SqliteReport(path, cache=False)
         out.append(int(report.load("session_start")["utcEpochNs"][0]) - int(report.load("analysis")["startTime"][0]))
         report.close()
     return out
 
 
 @pytest.fixture(scope="module")
-def concat(ranks, tmp_path_factory) -> Report:
-    return Report(concatenate(ranks, tmp_path_factory.mktemp("concat") / "job.sqlite", utc_shifts(ranks)))
+def concat(ranks, tmp_path_factory) -> SqliteReport:
+    return SqliteReport(concatenate(ranks, tmp_path_factory.mktemp("concat") / "job.sqlite", utc_shifts(ranks)))
 
 
 @pytest.fixture(scope="module")
@@ -190,10 +191,10 @@ def test_merged_equals_concatenated(name, given, merged, concat):
     returned = merged.returned
     got = run_merged(rule, options, Inputs(merged))
     assert (merged.returned > returned) == (rule.summary is not None)  # summaries take the reduced path
-    if options.get("device") is not None:  # the concatenated report numbers devices job-wide
+    if getattr(options, "device", None) is not None:  # the concatenated report numbers devices job-wide
         spans = [m.at.device_span for m in merged.members]
-        options = {**options, "device": tuple(o + d for o, s in zip(np.cumsum([0] + spans[:-1]), spans)
-                                              for d in options["device"] if d < s)}
+        options = replace(options, device=tuple(o + d for o, s in zip(np.cumsum([0] + spans[:-1]), spans)
+                                                for d in options.device if d < s))
     expected = expected_from(run_rule(rule, options, Inputs(concat)), merged)
     assert got.rows > 0 or name == "ppu_gaps"
     assert render(got, "csv") == render(expected, "csv")
@@ -235,7 +236,7 @@ def test_only_reduced_results_travel(ranks, cluster):
         assert {table for table, _ in report._tables} <= set(FOLDED)  # no event table came here
         names = sum(len(t) for t in result.strings.lookup(result.frame["Name"]))
         per_group = (RANKS + 1) * (names + result.rows * 8 * 8)  # a key and 6 partials per report, medians
-        kernels = sum(Report(p, cache=False).load("kernels", ("start",)).rows for p in ranks)
+        kernels = sum(SqliteReport(p, cache=False).load("kernels", ("start",)).rows for p in ranks)
         assert 0 < report.returned <= per_group < kernels * 16  # what start and end of every kernel take
     finally:
         report.close()
@@ -529,7 +530,7 @@ def test_random_reports_merge_like_one(reports, tmp_path_factory):
         w.close()
         paths.append(w.path)
     merged = open_merged([str(p) for p in paths], InlineExecutor(), cache=False, normalize=True)
-    concat = Report(concatenate(paths, folder / "all.sqlite", utc_shifts(paths)), cache=False)
+    concat = SqliteReport(concatenate(paths, folder / "all.sqlite", utc_shifts(paths)), cache=False)
     for name in ("pccl_desync_trace", "pccl_desync_summary", "hggc_ppu_kern_sum"):
         rule = REGISTRY.get(name)
         options = rule.parse_options({})

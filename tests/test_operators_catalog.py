@@ -12,6 +12,7 @@ from test_operators_breakdown import build as deepgemm_report
 
 from asysstats.analysis.inputs import Inputs
 from asysstats.analysis.operators.catalog import PEAK_FIELDS, find_device, read_device_spec
+from asysstats.analysis.operators.common import AnalysisOptions
 from asysstats.analysis.operators.merge import merge_key
 from asysstats.analysis.operators.model import (
     DEFAULT_FIELD,
@@ -60,7 +61,7 @@ def parse(text: str, domain: str | None = None):
 ])
 def test_annotation_formats(text, domain, kind, key):
     parsed = parse(text, domain)
-    assert parsed.type == kind and merge_key(parsed, {}) == key
+    assert parsed.type == kind and merge_key(parsed, AnalysisOptions()) == key
 
 
 @pytest.mark.parametrize("text", ["ExpressionEvaluator::evaluate", "GpuLower::Lower::IndexCompute::IndexCompute",
@@ -72,11 +73,11 @@ def test_other_ranges_are_not_operators(text):
 
 def test_no_merge_options_keep_the_minor_fields():
     gemm = parse("[ACBLAS] --format=GemmEx,t,n,8,8,8,8,8,8,1,0,1,DEFAULT,BF16,A,32F,E", "acblas")
-    assert "lda=8" in merge_key(gemm, {"no-merge-gemm-parameter": True})
+    assert "lda=8" in merge_key(gemm, AnalysisOptions(no_merge_gemm_parameter=True))
     torch = parse("aten::mm, seq = 12, op_id = 345")
-    assert merge_key(torch, {"no-merge-pytorch-parameter": True}).endswith("seq=12,op_id=345")
+    assert merge_key(torch, AnalysisOptions(no_merge_pytorch_parameter=True)).endswith("seq=12,op_id=345")
     prefill = parse("[FMHA] --format=fa,Forward,seqlen_q:8,seqlen_k:8", "fmha")
-    assert "seqlen_k=8" in merge_key(prefill, {})  # only decode steps drop seqlen_k
+    assert "seqlen_k=8" in merge_key(prefill, AnalysisOptions())  # only decode steps drop seqlen_k
 
 
 @pytest.mark.parametrize("name, kind", [

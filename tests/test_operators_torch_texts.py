@@ -9,6 +9,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from asysstats.analysis.operators.common import AnalysisOptions
 from asysstats.analysis.operators.merge import merge_key
 from asysstats.analysis.operators.parsers import parse_builtin
 from asysstats.analysis.operators.recognise import custom_rules, recognise_ranges, recognise_text, type_filter
@@ -38,7 +39,7 @@ def test_torch_texts_match_the_parser(items: list[str]) -> None:
     assert mask.tolist() == [reference(t) for t in items]
     chosen = [t for t, m in zip(items, mask) if m]
     for keep_all in (False, True):
-        options = {"no-merge-pytorch-parameter": keep_all}
+        options = AnalysisOptions(no_merge_pytorch_parameter=keep_all)
         expected = [merge_key(parse_builtin(t, t, None), options) for t in chosen]
         assert torch_keys(from_texts(chosen), keep_all).to_pylist() == expected
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from asysstats.analysis.inputs import Inputs, Settings
 from asysstats.analysis.nesting import nesting
 from asysstats.core.tables import EventTable
-from asysstats.reading.sqlite import Report
+from asysstats.reading.sqlite import SqliteReport
 from asysstats.rules.quality import nesting_breaks, report_check
 
 from conftest import corpus_params, fingerprint, run_cli
@@ -224,7 +224,7 @@ def test_counts_match_brute_force(tmp_path_factory, kernels, memory):
         writer.add("memory_usage", start=[m[0] for m in memory], address=[m[1] for m in memory], globalPid=PID,
                    deviceId=0, memoryOperationType=[m[2] for m in memory])
     writer.close()
-    report = Report(path, cache=False)
+    report = SqliteReport(path, cache=False)
     frame = report_check(Inputs(report), {})
     counts = {(c, t): n for c, t, n in zip(frame["Check"], frame["Table"], frame["Count"])}
     backwards = sum(e < s for s, e in kernels)

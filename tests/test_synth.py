@@ -10,7 +10,7 @@ import pytest
 
 from asysstats.analysis.names import demangle
 from asysstats.reading.schema import TABLES
-from asysstats.reading.sqlite import Report
+from asysstats.reading.sqlite import SqliteReport
 from asysstats.synth.generator import write_sample
 from asysstats.synth.llm.catalog import BLOCK_STEPS, DEVICES, KERNELS
 from asysstats.synth.writer import NULL, ReportWriter
@@ -44,7 +44,7 @@ def frame(path: Path, sql: str) -> np.ndarray:
 
 
 def test_every_table_reads_back_with_its_row_count(sample):
-    report = Report(sample)
+    report = SqliteReport(sample)
     assert report.dialect == "asysrep"
     for table, rows in ROWS.items():
         assert report.load(table).rows == rows, table
@@ -54,7 +54,7 @@ def test_every_table_reads_back_with_its_row_count(sample):
 
 
 def test_scale_multiplies_the_steps(tmp_path):
-    report = Report(write_sample(tmp_path / "s2.asysrep", scale=2, seed=7))
+    report = SqliteReport(write_sample(tmp_path / "s2.asysrep", scale=2, seed=7))
     assert report.load("kernels").rows == 2 * ROWS["kernels"]
     steps = frame(report.path, "SELECT count(*) FROM HGTX_EVENTS WHERE text LIKE '[prof_range]: step %'")
     assert steps[0][0] == DEVICES * 2 * BLOCK_STEPS
@@ -176,7 +176,7 @@ def test_cpp_kernel_names_are_real_manglings():
 
 def test_committed_sample_matches_the_generator(sample):
     assert EXAMPLE.stat().st_size < 2 * 2**20
-    committed, fresh = Report(EXAMPLE), Report(sample)
+    committed, fresh = SqliteReport(EXAMPLE), SqliteReport(sample)
     for table in ("kernels", "runtime", "hgtx"):
         a, b = committed.load(table, ("start", "end")), fresh.load(table, ("start", "end"))
         assert a.rows == b.rows and np.array_equal(a["start"], b["start"]), table

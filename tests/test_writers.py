@@ -26,7 +26,7 @@ from conftest import fingerprint, run_cli
 
 RULE = Rule("demo", "Demo", "A demo rule.", (
     Column("Time (%)", PERCENT, "share"), Column("Total (ns)", INT, "total"),
-    Column("Value", DECIMAL, "value"), Column("Name", TEXT, "name")), lambda i, o: {}, ("kernels",))
+    Column("Value", DECIMAL, "value"), Column("Name", TEXT, "name")), lambda i, o: {}, {"kernels": ()})
 
 
 def demo(pool=None) -> Result:

@@ -42,6 +42,9 @@ def triple_ids(pool: StringPool, x: np.ndarray, y: np.ndarray, z: np.ndarray) ->
     return pool.intern(f"{a} {b} {c}" for a, b, c in zip(xs.tolist(), ys.tolist(), zs.tolist()))[index]
 
 
+DEVICE_READS = {"devices": ("id", "name")}  # what device_names reads
+
+
 def device_names(inputs: Inputs) -> dict[int, str]:
     """Device name by device id (``TARGET_INFO_PPU`` / ``TARGET_INFO_GPU``)."""
     devices = inputs.table("devices", ("id", "name"))
@@ -57,6 +60,9 @@ def device_label_ids(inputs: Inputs, device_ids: np.ndarray) -> np.ndarray:
     return ids[inverse] if len(ids) else np.empty(0, np.int64)
 
 
+KIND_READS = {"memcpy_kinds": ("id", "label"), "mem_kinds": ("id", "label")}  # what kind_labels reads
+
+
 def kind_labels(inputs: Inputs, enum: str) -> dict[int, str]:
     """Labels of the ``memcpy_kinds`` or ``mem_kinds`` enumeration: the report's table, else
     the built-in numbering of the report's dialect."""
@@ -66,7 +72,7 @@ def kind_labels(inputs: Inputs, enum: str) -> dict[int, str]:
         return {int(i): s for i, s in zip(table["id"].tolist(), labels) if s is not None}
     if enum == "memcpy_kinds":
         return dict(MEMCPY_KIND_LABELS)
-    return dict(NSYS_MEM_KIND_LABELS if inputs.report.dialect == NSYS else MEM_KIND_LABELS)
+    return dict(NSYS_MEM_KIND_LABELS if inputs.dialect == NSYS else MEM_KIND_LABELS)
 
 
 def kind_label_ids(inputs: Inputs, enum: str, kinds: np.ndarray, template: str = "{}") -> np.ndarray:

@@ -13,12 +13,12 @@ order: an unmatched row sorts by the side that exists), ties by name ascending.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Sequence, TypeVar
 
 import numpy as np
 
-from asysstats.analysis.activity import device_names
-from asysstats.analysis.declarations import Option, Rule
+from asysstats.analysis.activity import DEVICE_READS, device_names
+from asysstats.analysis.declarations import Option, Options, Reads, Rule, merged_reads
 from asysstats.analysis.inputs import Inputs
 from asysstats.core.columns import PAIR_INNER, RATIO, TEXT, Column, Frame
 from asysstats.core.tables import NA
@@ -26,6 +26,17 @@ from asysstats.writing.format import texts
 
 TOP = Option("top", "int", "Compare only the rows in the top N of either report (default: all).", None, minimum=1)
 MATCHED_ONLY = Option("matched-only", "flag", "Hide the rows that have no match in one of the reports.", False)
+O = TypeVar("O", bound=Options)
+
+
+@dataclass(frozen=True)
+class Selection(Options):
+    """The options that select the rows of a comparison (``top``, ``matched-only``)."""
+
+    top: int | None = TOP.field()
+    matched_only: bool = MATCHED_ONLY.field()
+
+
 DEVICE_NAME = "Device Name"  # the column every side frame gets: its report's (or row's) device name
 PAIR, RATIO_OF, BASE, TARGET, EITHER = "pair", "ratio", "base", "target", "either"
 
@@ -54,22 +65,22 @@ def side(name: str, source: str, which: str, help: str, kind: str = TEXT) -> Cel
     return Cell(Column(name, kind, help), source, which)
 
 
-SideFrame = Callable[[Inputs, Mapping[str, Any]], Frame]
+SideFrame = Callable[[Inputs, Any], Frame]
 
 
-def single_rule_frame(rule: Rule, extra_text: tuple[str, ...] = ()) -> SideFrame:
+def single_rule_frame(rule: Rule[Any], extra_text: tuple[str, ...] = ()) -> SideFrame:
     """A side frame from ``rule``'s compute with the comparison's options (the rule's defaults
     for those it does not give): its columns and the undeclared text columns ``extra_text``,
     text resolved to strings, plus the report's device name."""
 
-    def frame(inputs: Inputs, options: Mapping[str, Any]) -> Frame:
-        values = {**rule.parse_options({}), **options}
+    def frame(inputs: Inputs, options: Options) -> Frame:
+        values = options.like(rule.options)
         computed = rule.compute(inputs, values)
         text = {c.name for c in rule.columns if c.kind == TEXT} | set(extra_text)
         out = {name: resolved(inputs, computed[name]) if name in text else np.asarray(computed[name])
                for name in [c.name for c in rule.columns] + list(extra_text)}
         rows = len(next(iter(out.values()))) if out else 0
-        out[DEVICE_NAME] = np.full(rows, device_label(inputs, options.get("device")), dtype=object)
+        out[DEVICE_NAME] = np.full(rows, device_label(inputs, values.device), dtype=object)
         return out
 
     return frame
@@ -161,14 +172,15 @@ def target_over_base(base: np.ndarray, target: np.ndarray) -> np.ndarray:
     return np.where(ok, t / np.where(ok, b, 1.0), np.nan)
 
 
-def selected(pairing: Pairing, options: Mapping[str, Any]) -> Pairing:
+def selected(pairing: Pairing, options: Options) -> Pairing:
     """Rows in the top N of either report (the side tables are in their rule's order), and
     only matched rows with ``matched-only``."""
     keep = np.ones(len(pairing.base), dtype=bool)
-    top = options.get("top")
+    selection = options.like(Selection)
+    top = selection.top
     if top is not None:
         keep &= ((pairing.base >= 0) & (pairing.base < top)) | ((pairing.target >= 0) & (pairing.target < top))
-    if options.get("matched-only"):
+    if selection.matched_only:
         keep &= (pairing.base >= 0) & (pairing.target >= 0)
     return pairing.take(keep)
 
@@ -197,16 +209,20 @@ def ordered(pairing: Pairing, frames: tuple[Frame, Frame], sort: str | None, nam
     return pairing.take(order)
 
 
-Order = Callable[[Mapping[str, Any]], tuple["str | None", tuple[str, ...]]]
+Order = Callable[[Any], tuple["str | None", tuple[str, ...]]]
 
 
 def comparison_rule(name: str, title: str, help: str, cells: tuple[Cell, ...], side_frame: SideFrame,
-                    keys: tuple[str, ...], sort: str, options: tuple[Option, ...], reads: tuple[str, ...],
-                    requires: tuple[str, ...] = (), first: str | None = None, order: Order | None = None) -> Rule:
+                    keys: tuple[str, ...], sort: str, options: type[O], reads: Reads,
+                    requires: tuple[str, ...] = (), first: str | None = None, order: Order | None = None) -> Rule[O]:
     """A two-report rule comparing the tables ``side_frame`` computes, matched on ``keys``,
-    sorted by ``sort`` then ``keys[0]`` (or by what ``order`` says for the options given)."""
+    sorted by ``sort`` then ``keys[0]`` (or by what ``order`` says for the options given);
+    ``options`` declares ``matched-only`` last. It reads what ``side_frame`` reads (``reads``)
+    and the device names its ``Device Name`` cells show."""
+    if options.declarations()[-2] is not MATCHED_ONLY:
+        raise ValueError(f"rule {name}: a comparison's last option is matched-only")
 
-    def compute(sides: tuple[Inputs, Inputs], values: Mapping[str, Any]) -> Frame:
+    def compute(sides: tuple[Inputs, Inputs], values: O) -> Frame:
         frames = tuple(side_frame(inputs, values) for inputs in sides)
         pairing = selected(match_rows(*([f[k] for k in keys] for f in frames)), values)
         by, names = order(values) if order is not None else (sort, keys[:1])
@@ -214,6 +230,7 @@ def comparison_rule(name: str, title: str, help: str, cells: tuple[Cell, ...], s
         return {c.column.name: cell_values(c, frames, pairing) for c in cells}
 
     return Rule(name=name, title=title, help=help + " Cells are 'base / target'; ratios are target / base.",
-                columns=tuple(c.column for c in cells), compute=compute, reads=reads, requires=requires,
-                options=options + (MATCHED_ONLY,), reports=2)
+                columns=tuple(c.column for c in cells), compute=compute, reads=merged_reads(reads, DEVICE_READS),
+                requires=requires,
+                options=options, reports=2)
 

@@ -18,19 +18,21 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from asysstats.analysis.declarations import merged_reads
 from asysstats.analysis.hgtx import find_filter_range, trusted
-from asysstats.analysis.launches import launch_rows, runtime_calls
+from asysstats.analysis.launches import CALL_READS, launch_rows, runtime_calls
 from asysstats.compute.intervals import covered_length_sorted, enclosing_pairs
 from asysstats.compute.keys import lookup, pair_key
 from asysstats.core.tables import EventTable, empty_table, in_window
 
 if TYPE_CHECKING:
     from asysstats.analysis.inputs import Inputs
-    from asysstats.reading.sqlite import Report
 
 PPU_KINDS = ("kernels", "memcpy", "memset")
 ACTIVITY_COLUMNS = ("start", "end", "deviceId", "correlationId", "globalPid", "graphNodeId")
 NODE_COLUMNS = ("start", "globalTid", "graphNodeId", "originalGraphNodeId")
+ACTIVITY_READS = {kind: ACTIVITY_COLUMNS for kind in PPU_KINDS}  # what ppu_activities reads (Rule.reads)
+CORRELATE_READS = merged_reads(CALL_READS, {"graph_nodes": NODE_COLUMNS})  # what correlate reads, beyond its ranges
 
 
 @dataclass(frozen=True)
@@ -44,11 +46,12 @@ class Pairs:
     via_graph: np.ndarray
 
 
-def graph_nodes(report: "Report") -> EventTable:
+def graph_nodes(inputs: "Inputs") -> EventTable:
     """Every graph node creation (no time window: a node is only looked up by id)."""
-    if not report.has("graph_nodes"):
-        return empty_table(list(NODE_COLUMNS) + ["pid", "tid"])
-    return report.load("graph_nodes", NODE_COLUMNS)
+    columns = inputs.reading("graph_nodes", NODE_COLUMNS)
+    if not inputs.has("graph_nodes"):
+        return empty_table(list(columns) + ["pid", "tid"])
+    return inputs.whole("graph_nodes", columns)
 
 
 def activity_table(inputs: "Inputs", name: str, columns: tuple[str, ...] = ACTIVITY_COLUMNS,
@@ -56,7 +59,7 @@ def activity_table(inputs: "Inputs", name: str, columns: tuple[str, ...] = ACTIV
     """One PPU activity table as ``Inputs.table`` gives it (no suspect events, inside the
     PPU-side window) plus ``row``, its row id in the report (1-based, as SQLite numbers
     rows), restricted to ``devices`` when given."""
-    table = inputs.report.load(name, columns)
+    table = inputs.whole(name, columns)
     table = trusted(inputs, name, table.with_columns(row=np.arange(1, table.rows + 1)))
     table = in_window(table, inputs.ppu_window)
     if devices is not None:
@@ -96,11 +99,11 @@ def creation_rows(nodes: EventTable, activities: EventTable) -> np.ndarray:
     return row
 
 
-def correlate(report: "Report", ranges: EventTable, activities: EventTable, graph_mapping: bool = True,
+def correlate(inputs: "Inputs", ranges: EventTable, activities: EventTable, graph_mapping: bool = True,
               launch: np.ndarray | None = None) -> Pairs:
     """Every (range, activity) pair of docs/decisions.md D11; a pair found both ways is direct.
     ``launch``: the activities' :func:`launch_rows`, when the caller has them."""
-    calls = runtime_calls(report)
+    calls = runtime_calls(inputs)
     launch = launch_rows(calls, activities) if launch is None else launch
     have = np.flatnonzero(launch >= 0)
     r, p = enclosing_pairs(ranges["globalTid"], ranges["start"], ranges["end"],
@@ -109,7 +112,7 @@ def correlate(report: "Report", ranges: EventTable, activities: EventTable, grap
     del p
     graph = np.zeros(len(r), dtype=bool)
     if graph_mapping and (activities["graphNodeId"] >= 0).any():
-        nodes = graph_nodes(report)
+        nodes = graph_nodes(inputs)
         created = creation_rows(nodes, activities)
         have = np.flatnonzero(created >= 0)
         gr, gp = enclosing_pairs(ranges["globalTid"], ranges["start"], ranges["end"],
@@ -180,17 +183,18 @@ def project(pairs: Pairs, activities: EventTable, n_ranges: int) -> Projection:
     return Projection(count, start, end, covered_length_sorted(r, s, e, n_ranges))
 
 
-def filter_windows(report: "Report", spec: str) -> tuple[tuple[int, int], tuple[int, int]]:
+def filter_windows(inputs: "Inputs", spec: str) -> tuple[tuple[int, int], tuple[int, int]]:
     """``--filter-hgtx``: the named range's own span (for CPU-side events) and its
     projection, first to last correlated PPU activity (for PPU-side events). A range
-    with no correlated activity projects onto its own span."""
-    found = find_filter_range(report, spec)
+    with no correlated activity projects onto its own span. ``inputs``: the engine's view
+    (the windows are the run's, not a rule's)."""
+    found = find_filter_range(inputs, spec)
     cpu = (int(found["start"][0]), int(found["end"][0]))
-    parts = [report.load(k, ACTIVITY_COLUMNS) for k in PPU_KINDS if report.has(k)]
+    parts = [inputs.whole(k, ACTIVITY_COLUMNS) for k in PPU_KINDS if inputs.has(k)]
     if not parts:
         return cpu, cpu
     activities = EventTable.concat(parts)
-    pairs = correlate(report, found, activities)
+    pairs = correlate(inputs, found, activities)
     if len(pairs.activity_row) == 0:
         return cpu, cpu
     proj = project(pairs, activities, 1)

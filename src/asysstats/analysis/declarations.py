@@ -1,14 +1,22 @@
-"""Rule declarations: a frozen spec (name, options, output columns, tables read, help)
-plus a pure compute function (the registry of rules is :mod:`asysstats.rules.registry`)."""
+"""Rule declarations: a frozen spec (name, title, help, output columns, the tables and columns it
+reads, typed options) plus a pure compute function over the inputs and the options.
+
+A rule's options are a frozen dataclass deriving from :class:`Options`, one field per option,
+each declared with :meth:`Option.field`: the command line's ``-r rule:name=value`` text and a
+Python caller's values are both checked by the same declarations and reach ``compute`` as
+that object (``options.hgtx_name``), never as a string-keyed mapping. The registry of rules is
+:mod:`asysstats.rules.registry`."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+import dataclasses
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Generic, Mapping, Protocol, TypeVar
 
 import numpy as np
 import pyarrow as pa
 
+from asysstats.compute.grouped import Key, grouped_stats
 from asysstats.core.columns import Column, Frame
 from asysstats.core.errors import AsysError
 from asysstats.core.regexes import compile_user_regex
@@ -17,12 +25,18 @@ from asysstats.core.strings import StringPool
 
 if TYPE_CHECKING:
     from asysstats.analysis.inputs import Inputs
-    from asysstats.analysis.summary import Summary
+
+OPTION = "asysstats.option"  # the metadata key of an options field: its Option
+OPTION_KINDS = ("flag", "int", "int_list", "choice", "regex", "regex_list", "str_list", "text")
+LIST_KINDS = {"int_list": "int", "regex_list": "regex", "str_list": "text"}
+Reads = Mapping[str, tuple[str, ...]]  # logical table -> the columns a rule may read of it
+
 
 @dataclass(frozen=True)
 class Option:
-    """A rule option: ``flag`` (no value), ``int``, ``choice``, ``regex``, ``int_list``,
-    ``regex_list`` (``/``-separated), ``str_list`` or ``text``."""
+    """A rule option: ``flag`` (no value), ``int``, ``choice``, ``regex``, ``text``, or a list
+    of ints, regexes or texts (``int_list``, ``regex_list``, ``str_list``: ``/``-separated on
+    the command line, a list or tuple in Python)."""
 
     name: str
     kind: str
@@ -31,7 +45,21 @@ class Option:
     choices: tuple[str, ...] = ()
     minimum: int | None = None
 
+    def __post_init__(self) -> None:
+        if self.kind not in OPTION_KINDS:
+            raise ValueError(f"option {self.name}: unknown kind {self.kind}")
+
+    @property
+    def attribute(self) -> str:
+        """The field of an options object that holds it (``hgtx-name`` -> ``hgtx_name``)."""
+        return self.name.replace("-", "_")
+
+    def field(self) -> Any:
+        """The dataclass field of an :class:`Options` class declaring this option."""
+        return dataclasses.field(default=self.default, metadata={OPTION: self})
+
     def parse(self, rule: str, raw: str | None) -> Any:
+        """The value of the command line's text ``raw`` (None: the option given without a value)."""
         where = f"rule '{rule}': option '{self.name}'"
         if self.kind == "flag":
             if raw is not None and raw.lower() not in ("true", "false", "1", "0", "yes", "no"):
@@ -39,20 +67,33 @@ class Option:
             return raw is None or raw.lower() in ("true", "1", "yes")
         if raw is None or raw == "":
             raise AsysError(f"{where} needs a value ({self.name}=...)")
-        if self.kind == "int":
+        if self.kind in LIST_KINDS:
+            return tuple(self._item(LIST_KINDS[self.kind], where, part) for part in raw.split("/"))
+        return self._item(self.kind, where, raw)
+
+    def check(self, rule: str, value: Any) -> Any:
+        """The value of a Python caller's ``value``, checked as the command line's text is
+        (the same messages): a bool for a flag, a list or tuple (or one item) for a list."""
+        if self.kind == "flag" and isinstance(value, bool):
+            return value
+        if self.kind in LIST_KINDS and isinstance(value, (list, tuple)):
+            where = f"rule '{rule}': option '{self.name}'"
+            if not value:
+                raise AsysError(f"{where} needs a value ({self.name}=...)")
+            return tuple(self._item(LIST_KINDS[self.kind], where, str(item)) for item in value)
+        if self.kind in LIST_KINDS:  # one item: a regex or a text keeps its '/'
+            return self.check(rule, [value])
+        return self.parse(rule, str(value))
+
+    def _item(self, kind: str, where: str, raw: str) -> Any:
+        if kind == "int":
             return self._int(where, raw)
-        if self.kind == "int_list":
-            return tuple(self._int(where, part) for part in raw.split("/"))
-        if self.kind == "choice":
+        if kind == "choice":
             if raw not in self.choices:
                 raise AsysError(f"{where} must be one of {', '.join(self.choices)}, got {raw!r}")
             return raw
-        if self.kind == "regex":
+        if kind == "regex":
             return compile_user_regex(raw, where)
-        if self.kind == "regex_list":
-            return tuple(compile_user_regex(part, where) for part in raw.split("/"))
-        if self.kind == "str_list":
-            return tuple(raw.split("/"))
         return raw
 
     def _int(self, where: str, raw: str) -> int:
@@ -81,76 +122,177 @@ RANGE_INCLUDE = Option("range-include", "regex_list", "Analyse only HGTX ranges 
 RANGE_EXCLUDE = Option("range-exclude", "regex_list", "Skip HGTX ranges matching one of these regexes ('/').", None)
 NO_GRAPH_MAPPING = Option("no-graph-mapping", "flag",
                           "Do not map HGTX ranges around graph-node creation to the graph's PPU activities.", False)
-NAME_OPTIONS = (BASE, MANGLED)
 
-
-def name_mode(options: Mapping[str, Any]) -> str:
-    """The kernel name mode chosen by the ``base``/``mangled`` flags."""
-    if options.get("base") and options.get("mangled"):
-        raise AsysError("options 'base' and 'mangled' exclude each other")
-    return "base" if options.get("base") else "mangled" if options.get("mangled") else "demangled"
-
-
-Compute = Callable[["Inputs", Mapping[str, Any]], Frame]
+O = TypeVar("O", bound="Options")
 
 
 @dataclass(frozen=True)
-class Rule:
+class Options:
+    """The options of a rule, as its ``compute`` reads them. A rule's own class derives from
+    this one and declares its options as fields (``rows: int | None = ROWS.field()``), in
+    the order its help lists them; ``column``, which every rule takes, is listed last."""
+
+    column: tuple[str, ...] | None = COLUMN.field()
+
+    @classmethod
+    def declarations(cls) -> tuple[Option, ...]:
+        """The options declared by the fields, in help order."""
+        declared = [f.metadata[OPTION] for f in dataclasses.fields(cls)]
+        return tuple(o for o in declared if o is not COLUMN) + (COLUMN,)
+
+    def like(self, other: type[O]) -> O:
+        """``other``'s options with this object's values of the options both declare (the
+        defaults of ``other`` for the rest): a comparison's options for its single rule, a
+        rule's options for a helper that reads a few of them."""
+        own = {f.name for f in dataclasses.fields(self)}
+        return other(**{f.name: getattr(self, f.name) for f in dataclasses.fields(other) if f.name in own})
+
+
+@dataclass(frozen=True)
+class RowsOptions(Options):
+    """The options of a rule whose only own option is ``rows``."""
+
+    rows: int | None = ROWS.field()
+
+
+class KernelNaming(Protocol):
+    """The options that choose a kernel's name (``base``, ``mangled``)."""
+
+    @property
+    def base(self) -> bool: ...
+
+    @property
+    def mangled(self) -> bool: ...
+
+
+def name_mode(options: KernelNaming) -> str:
+    """The kernel name mode chosen by the ``base``/``mangled`` flags."""
+    if options.base and options.mangled:
+        raise AsysError("options 'base' and 'mangled' exclude each other")
+    return "base" if options.base else "mangled" if options.mangled else "demangled"
+
+
+Stats = dict[str, np.ndarray]  # per-group statistics (asysstats.compute.grouped.grouped_stats)
+FrameOf = Callable[["Inputs", O, tuple[np.ndarray, ...], Stats], Frame]
+
+
+@dataclass(frozen=True)
+class Rows:
+    """A summary's rows on one report: group keys (integer columns, per row or coded; the
+    ones listed in ``text`` are string ids) and the value of each row."""
+
+    keys: tuple[Key, ...]
+    values: np.ndarray
+    text: tuple[int, ...] = (0,)
+
+
+@dataclass(frozen=True)
+class Summary(Generic[O]):
+    """A summary rule split in two: ``rows(inputs, options)`` and ``frame(inputs, options,
+    group keys, statistics)``, so that over merged reports the statistics can be reduced where
+    each report lives (:mod:`asysstats.api.merging.reduce`) and the same ``frame`` makes the table.
+    Its rule computes with :meth:`compute` (``compute=SUMMARY.compute``)."""
+
+    rows: Callable[["Inputs", O], Rows]
+    frame: FrameOf[O]
+
+    def compute(self, inputs: "Inputs", options: O) -> Frame:
+        """The rule over one report: ``frame`` of the statistics of ``rows``."""
+        rows = self.rows(inputs, options)
+        groups, stats = grouped_stats(rows.keys, rows.values)
+        return self.frame(inputs, options, groups.keys, stats)
+
+
+def merged_reads(*parts: Reads) -> dict[str, tuple[str, ...]]:
+    """The union of several declarations of what is read, table by table, in order."""
+    out: dict[str, tuple[str, ...]] = {}
+    for part in parts:
+        for table, columns in part.items():
+            out[table] = tuple(dict.fromkeys(out.get(table, ()) + tuple(columns)))
+    return out
+
+
+@dataclass(frozen=True, eq=False)  # a rule is itself: equal to, and hashed as, no other
+class Rule(Generic[O]):
+    """A rule: what it prints (``columns``), what it reads (``reads``: logical table -> the
+    columns it may read; every load outside them is an error), its options class and its
+    pure ``compute(inputs, options) -> frame`` (a pair of inputs for a comparison)."""
+
     name: str
     title: str
     help: str
     columns: tuple[Column, ...]
-    compute: Compute
-    reads: tuple[str, ...]
-    options: tuple[Option, ...] = ()
+    compute: Callable[[Any, O], Frame]
+    reads: Reads
+    options: type[O] = Options  # type: ignore[assignment]  # a rule whose only option is column
     requires: tuple[str, ...] = ()  # error when none of these exist; default: the first table read
     share: str | None = None  # column for the XLSX pie chart
     command: str = "stats"  # stats | analyze
     reports: int = 1  # 2 for comparison rules
-    all_options: tuple[Option, ...] = field(init=False, repr=False)
+    COMMANDS: ClassVar[tuple[str, ...]] = ("stats", "analyze")
 
     def __post_init__(self) -> None:
-        opts = self.options + (COLUMN,)
-        if len({o.name for o in opts}) != len(opts):
+        for f in dataclasses.fields(self.options):
+            option = f.metadata.get(OPTION)
+            if option is None or option.attribute != f.name:
+                raise ValueError(f"rule {self.name}: options field {f.name} is not declared by Option.field()")
+        names = [o.name for o in self.all_options]
+        if len(set(names)) != len(names):
             raise ValueError(f"rule {self.name}: duplicate option")
-        object.__setattr__(self, "all_options", opts)
+        if self.command not in self.COMMANDS:
+            raise ValueError(f"rule {self.name}: unknown command {self.command}")
 
     @property
-    def summary(self) -> "Summary | None":
-        """The rows/frame split of a summary rule: the ``Summary`` whose ``compute`` it computes with."""
-        from asysstats.analysis.summary import Summary  # it imports this module
+    def all_options(self) -> tuple[Option, ...]:
+        return self.options.declarations()
 
+    @property
+    def summary(self) -> "Summary[O] | None":
+        """The rows/frame split of a summary rule: the ``Summary`` whose ``compute`` it computes with."""
         owner = getattr(self.compute, "__self__", None)
         return owner if isinstance(owner, Summary) else None
 
     @property
     def required_tables(self) -> tuple[str, ...]:
-        return self.requires or self.reads[:1]
+        return self.requires or tuple(self.reads)[:1]
 
     def option(self, name: str) -> Option:
+        """The option called ``name`` (``hgtx-name``; ``hgtx_name`` as a Python keyword)."""
         for opt in self.all_options:
-            if opt.name == name:
+            if name in (opt.name, opt.attribute):
                 return opt
         known = ", ".join(o.name for o in self.all_options)
         raise AsysError(f"rule '{self.name}': unknown option '{name}' (options: {known})")
 
-    def parse_options(self, given: Mapping[str, str | None]) -> dict[str, Any]:
-        values = {o.name: o.default for o in self.all_options}
+    def parse_options(self, given: Mapping[str, str | None]) -> O:
+        """The options of the command line's ``-r rule:name=value:flag`` text."""
+        values = {}
         for key, raw in given.items():
-            values[key] = self.option(key).parse(self.name, raw)
-        return values
+            option = self.option(key)
+            values[option.attribute] = option.parse(self.name, raw)
+        return self.options(**values)
 
-    def shaped(self, options: Mapping[str, Any], frame: Frame, strings: StringPool) -> Result:
+    def options_of(self, given: Mapping[str, Any]) -> O:
+        """The options of a Python caller's values (``rows=10``, ``device=[0, 1]``); None
+        leaves an option at its default."""
+        values = {}
+        for key, value in given.items():
+            option = self.option(key)
+            if value is not None:
+                values[option.attribute] = option.check(self.name, value)
+        return self.options(**values)
+
+    def shaped(self, options: O, frame: Frame, strings: StringPool) -> Result:
         """The computed ``frame`` as a result: declared columns, then the ``rows`` and ``column`` options."""
         missing = [c.name for c in self.columns if c.name not in frame]
         if missing:
             raise AssertionError(f"rule {self.name} did not compute columns {missing}")
         frame = {c.name: frame[c.name] if isinstance(frame[c.name], (pa.Array, Gathered))
                  else np.asarray(frame[c.name]) for c in self.columns}
-        rows = options.get("rows")
+        rows = getattr(options, "rows", None)  # the option of the rules that take it
         if rows is not None:
             frame = {k: v[:rows] for k, v in frame.items()}
-        columns = self.select_columns(options.get("column"))
+        columns = self.select_columns(options.column)
         return Result(self.name, self.title, self.share, columns, {c.name: frame[c.name] for c in columns}, strings)
 
     def select_columns(self, wanted: tuple[str, ...] | None) -> tuple[Column, ...]:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import difflib
 import functools
 import weakref
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
@@ -34,12 +34,15 @@ from asysstats.compute.keys import pair_key
 from asysstats.core.errors import AsysError
 from asysstats.core.regexes import search
 from asysstats.core.result import Gathered
+from asysstats.core.strings import StringPool
 from asysstats.core.tables import EventTable, LazyColumns, window_mask
 from asysstats.writing.textcolumns import StackColumn
 
 if TYPE_CHECKING:
+    import regex
+
     from asysstats.analysis.inputs import Inputs
-    from asysstats.reading.sqlite import Report
+    from asysstats.reading.protocol import ReportSource
 
 PUSHPOP, STARTEND, DOMAIN_CREATE = 59, 60, 75
 HGTX_COLUMNS = ("start", "end", "eventType", "globalTid", "domainId", "text", "textId")
@@ -49,14 +52,19 @@ RANGE_COLUMNS = NAME_COLUMNS + NESTING_COLUMNS
 
 NESTING_BATCH = 1 << 18  # ranges whose nesting is computed at once (whole threads)
 
-_CACHE: "weakref.WeakKeyDictionary[Report, EventTable]" = weakref.WeakKeyDictionary()
+_CACHE: "weakref.WeakKeyDictionary[ReportSource, EventTable]" = weakref.WeakKeyDictionary()
 
 
-def all_ranges(report: "Report") -> EventTable:
-    """Every push/pop and start/end range of the report (no time window), cached per report:
-    two derived tables, the ranges from the events, then their nesting from the ranges (so
-    that a cold run sorts for the nesting with the events no longer loaded), the nesting only
-    when one of its columns is first read."""
+HGTX_READS = {"hgtx": HGTX_COLUMNS}  # what reading the ranges reads (Rule.reads)
+
+
+def all_ranges(inputs: "Inputs") -> EventTable:
+    """Every push/pop and start/end range of the report (no time window; the rule reads
+    :data:`HGTX_READS`), cached per report: two derived tables, the ranges from the events,
+    then their nesting from the ranges (so that a cold run sorts for the nesting with the
+    events no longer loaded), the nesting only when one of its columns is first read."""
+    inputs.reading("hgtx", HGTX_COLUMNS)
+    report = inputs.report
     if report not in _CACHE:
         if not report.has("hgtx"):
             return _CACHE.setdefault(report, _empty_ranges())
@@ -72,10 +80,10 @@ def load_ranges(inputs: Inputs, columns: Sequence[str] = RANGE_COLUMNS) -> Event
     """The ``columns`` of the ranges inside the analysis window (entirely inside, like every
     other event), without the suspect events that every table leaves out (:func:`trusted`);
     copied only when rows are left out."""
-    ranges = all_ranges(inputs.report)
+    ranges = all_ranges(inputs)
     keep = window_mask(ranges, inputs.window)
     if ranges.rows:
-        rows = inputs.report.load("hgtx", ("start",)).rows
+        rows = inputs.whole("hgtx", ("start",)).rows
         kept = trusted(inputs, "hgtx", EventTable({"row": np.arange(1, rows + 1)}))["row"]
         if len(kept) < rows:
             keep &= np.isin(ranges["rangeId"], kept)
@@ -94,7 +102,7 @@ def _empty_ranges() -> EventTable:
     return EventTable({c: np.empty(0, np.int64) for c in RANGE_COLUMNS})
 
 
-def _build_ranges(report: "Report") -> LazyColumns:
+def _build_ranges(report: "ReportSource") -> LazyColumns:
     """The ranges' own columns (:data:`NAME_COLUMNS`), each taken from the events when it is read.
     The events' text and domain columns are freed once the names are made: with a column cache
     the report does not keep the events loaded here (it maps them again at once)."""
@@ -110,7 +118,7 @@ def _build_ranges(report: "Report") -> LazyColumns:
     del label, events
     styles = pool.intern(["PushPop", "StartEnd"])
     last = max(int(start.max(initial=0)), int(end.max(initial=0)),
-               getattr(report, "hgtx_end", None) or 0)  # a part of merged reports: the set's last
+               report.hgtx_end or 0)  # a part of merged reports: the set's last
 
     def ended() -> np.ndarray:
         kept = end[keep]
@@ -164,10 +172,10 @@ def _domain_names(events: EventTable, label: np.ndarray, keep: np.ndarray) -> np
     return out
 
 
-def name_filter(inputs: Inputs, names: np.ndarray, options: Mapping[str, Any]) -> np.ndarray:
+def name_filter(inputs: "Inputs", names: np.ndarray, include: "Sequence[regex.Pattern] | None",
+                exclude: "Sequence[regex.Pattern] | None") -> np.ndarray:
     """Mask of the range names passing ``range-include`` / ``range-exclude`` (regex lists,
     searched once per distinct name)."""
-    include, exclude = options.get("range-include"), options.get("range-exclude")
     if (not include and not exclude) or len(names) == 0:
         return np.ones(len(names), dtype=bool)
     uniq, inverse = np.unique(names, return_inverse=True)
@@ -183,12 +191,12 @@ def name_filter(inputs: Inputs, names: np.ndarray, options: Mapping[str, Any]) -
 
 
 # -- --filter-hgtx --------------------------------------------------------------------------
-def filter_names(report: "Report", ranges: EventTable) -> dict[str, int]:
+def filter_names(strings: StringPool, ranges: EventTable) -> dict[str, int]:
     """Name id of each distinct range by the way ``--filter-hgtx`` spells it:
     ``range@domain`` inside a domain, else the plain name."""
     pairs = np.unique(np.stack([ranges["name"], ranges["domain"]], axis=1), axis=0)
-    names = report.strings.lookup(pairs[:, 0])
-    domains = report.strings.lookup(pairs[:, 1])
+    names = strings.lookup(pairs[:, 0])
+    domains = strings.lookup(pairs[:, 1])
     spelled = {}
     for name_id, name, domain in zip(pairs[:, 0].tolist(), names, domains):
         name = name or ""
@@ -198,19 +206,19 @@ def filter_names(report: "Report", ranges: EventTable) -> dict[str, int]:
     return spelled
 
 
-def find_filter_range(report: "Report", spec: str) -> EventTable:
+def find_filter_range(inputs: "Inputs", spec: str) -> EventTable:
     """The one range ``--filter-hgtx name[@domain][/index]`` names (the index-th, from 0,
     by start time); a one-line error naming the nearest existing names when there is none."""
     text, index = spec, 0
     head, slash, tail = spec.rpartition("/")
     if slash and tail.strip().isdigit():
         text, index = head, int(tail)
-    ranges = all_ranges(report)
-    spelled = filter_names(report, ranges) if ranges.rows else {}
+    ranges = all_ranges(inputs)
+    spelled = filter_names(inputs.strings, ranges) if ranges.rows else {}
     if text not in spelled:
         near = difflib.get_close_matches(text, list(spelled), n=3, cutoff=0.5)
         hint = f" (nearest: {', '.join(near)})" if near else ""
-        raise AsysError(f"--filter-hgtx: {report.path.name} has no HGTX range named {text!r}{hint}")
+        raise AsysError(f"--filter-hgtx: {inputs.path.name} has no HGTX range named {text!r}{hint}")
     rows = np.flatnonzero(ranges["name"] == spelled[text])
     rows = rows[np.lexsort((ranges["rangeId"][rows], ranges["start"][rows]))]
     if index >= len(rows):
@@ -219,8 +227,8 @@ def find_filter_range(report: "Report", spec: str) -> EventTable:
     return ranges.take(rows[index:index + 1])
 
 
-def range_stacks(report: "Report", range_ids: np.ndarray | Gathered) -> StackColumn:
+def range_stacks(inputs: "Inputs", range_ids: np.ndarray | Gathered) -> StackColumn:
     """``:6:7:8`` per range of ``range_ids``: the range ids of its push/pop stack, outermost
     first (an ancestor may lie outside the time window), as a trace column made a slice at
     a time (:class:`~asysstats.writing.textcolumns.StackColumn`)."""
-    return StackColumn(all_ranges(report), range_ids)
+    return StackColumn(all_ranges(inputs), range_ids)

@@ -7,23 +7,26 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from asysstats.analysis.hgtx import all_ranges
+from asysstats.analysis.declarations import merged_reads
+from asysstats.analysis.hgtx import HGTX_READS, all_ranges
 from asysstats.compute.intervals import enclosing_pairs
 from asysstats.compute.keys import lookup, pair_key
 from asysstats.core.tables import EventTable, empty_table
 
 if TYPE_CHECKING:
     from asysstats.analysis.inputs import Inputs
-    from asysstats.reading.sqlite import Report
 
 CALL_COLUMNS = ("start", "end", "globalTid", "correlationId")
+CALL_READS = {"runtime": CALL_COLUMNS}  # what runtime_calls reads (Rule.reads)
+INNERMOST_READS = merged_reads(CALL_READS, HGTX_READS)  # what innermost_range_names reads
 
 
-def runtime_calls(report: "Report") -> EventTable:
+def runtime_calls(inputs: "Inputs") -> EventTable:
     """All API calls (no time window: a call is only looked up by correlation id)."""
-    if not report.has("runtime"):
-        return empty_table(list(CALL_COLUMNS) + ["pid", "tid"])
-    return report.load("runtime", CALL_COLUMNS)
+    columns = inputs.reading("runtime", CALL_COLUMNS)
+    if not inputs.has("runtime"):
+        return empty_table(list(columns) + ["pid", "tid"])
+    return inputs.whole("runtime", columns)
 
 
 def launch_rows(calls: EventTable, activities: EventTable) -> np.ndarray:
@@ -34,7 +37,7 @@ def launch_rows(calls: EventTable, activities: EventTable) -> np.ndarray:
     return np.where(activities["correlationId"] > 0, rows, -1)
 
 
-def innermost_range_names(inputs: Inputs, activities: EventTable) -> np.ndarray:
+def innermost_range_names(inputs: "Inputs", activities: EventTable) -> np.ndarray:
     """Per activity row (kernels, memcpy, memset: ``pid``, ``correlationId``), the name id
     of the innermost range (latest start, then earliest end) on the launching call's thread
     that holds the call's start; -1 when none (docs/decisions.md D10).
@@ -42,10 +45,10 @@ def innermost_range_names(inputs: Inputs, activities: EventTable) -> np.ndarray:
     Every range of the report counts (the time window selects activities, not the ranges
     around them); graph mapping does not apply."""
     out = np.full(activities.rows, -1, dtype=np.int64)
-    ranges = all_ranges(inputs.report)
+    ranges = all_ranges(inputs)
     if activities.rows == 0 or ranges.rows == 0:
         return out
-    calls = runtime_calls(inputs.report)
+    calls = runtime_calls(inputs)
     launch = launch_rows(calls, activities)
     have = np.flatnonzero(launch >= 0)
     r, p = enclosing_pairs(ranges["globalTid"], ranges["start"], ranges["end"],

@@ -1,7 +1,7 @@
 """The shape shared by the summary rules: duration (or size) statistics per group, sorted
 by total descending, ties by name ascending then the other keys (docs/decisions.md D8).
 
-A summary rule is declared as a :class:`Summary`: ``rows`` (group keys and one value per
+A summary rule is declared as a :class:`~asysstats.analysis.declarations.Summary`: ``rows`` (group keys and one value per
 row, computed on one report) and ``frame`` (per-group statistics to output columns). Its
 compute over one report is ``frame(statistics of rows)``; over merged reports the
 statistics are reduced where each report lives (:mod:`asysstats.api.merging.reduce`) and the same
@@ -11,58 +11,57 @@ statistics are reduced where each report lives (:mod:`asysstats.api.merging.redu
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
+from asysstats.analysis.declarations import FrameOf, Options, Stats
 from asysstats.analysis.inputs import Inputs
-from asysstats.compute.grouped import Groups, Key, grouped_stats, share_percent
+from asysstats.compute.grouped import Groups, grouped_stats, share_percent
 from asysstats.core.columns import INT, PERCENT, Column, Frame
 from asysstats.core.strings import StringPool
 
-Stats = dict[str, np.ndarray]
-FrameOf = Callable[[Inputs, Mapping[str, Any], tuple[np.ndarray, ...], Stats], Frame]
+STATISTICS = ("share", "sum", "count", "mean", "median", "min", "max", "std")  # the order of their columns
 
 
 @dataclass(frozen=True)
-class Rows:
-    """A summary's rows on one report: group keys (integer columns, per row or coded; the
-    ones listed in ``text`` are string ids) and the value of each row."""
+class StatColumns:
+    """The statistics columns of a summary: ``Time (%)``, ``Total Time (ns)``, the count and
+    Avg/Med/Min/Max/StdDev, each declared with the statistic it prints."""
 
-    keys: tuple[Key, ...]
-    values: np.ndarray
-    text: tuple[int, ...] = (0,)
+    by_statistic: dict[str, Column]  # a statistic of grouped_stats (or "share") -> its column
 
+    @classmethod
+    def of(cls, thing: str, count: str = "Instances", unit: str = "ns", percent: bool = True,
+           stddev: str = "StdDev") -> "StatColumns":
+        total = "Total Time" if unit == "ns" else "Total"
+        columns = {
+            "share": Column("Time (%)", PERCENT, f"Percentage of '{total}'"),
+            "sum": Column(f"{total} ({unit})", INT, f"Total of all {thing}"),
+            "count": Column(count, INT, f"Number of {thing}"),
+            "mean": Column(f"Avg ({unit})", INT, f"Average of {thing}"),
+            "median": Column(f"Med ({unit})", INT, f"Median of {thing}"),
+            "min": Column(f"Min ({unit})", INT, f"Minimum of {thing}"),
+            "max": Column(f"Max ({unit})", INT, f"Maximum of {thing}"),
+            "std": Column(f"{stddev} ({unit})", INT, f"Population standard deviation of {thing}"),
+        }
+        if not percent:
+            del columns["share"]
+        return cls(columns)
 
-@dataclass(frozen=True)
-class Summary:
-    """A summary rule split in two: ``rows(inputs, options)`` and ``frame(inputs, options,
-    group keys, statistics)`` (statistics as :func:`~asysstats.compute.grouped.grouped_stats`)."""
+    @property
+    def columns(self) -> tuple[Column, ...]:
+        return tuple(self.by_statistic[s] for s in STATISTICS if s in self.by_statistic)
 
-    rows: Callable[[Inputs, Mapping[str, Any]], Rows]
-    frame: FrameOf
+    def cells(self, stats: Stats, order: np.ndarray) -> dict[str, np.ndarray]:
+        """The frame's statistics columns, groups in ``order``; the share of each group's total
+        in the total of all groups."""
+        def values(statistic: str) -> np.ndarray:
+            if statistic == "share":
+                return share_percent(stats["sum"][order], float(stats["sum"].sum()))
+            return stats[statistic][order]
 
-    def compute(self, inputs: Inputs, options: Mapping[str, Any]) -> Frame:
-        """The rule over one report: ``frame`` of the statistics of ``rows``."""
-        rows = self.rows(inputs, options)
-        groups, stats = grouped_stats(rows.keys, rows.values)
-        return self.frame(inputs, options, groups.keys, stats)
-
-
-def stat_columns(thing: str, count: str = "Instances", unit: str = "ns", percent: bool = True,
-                 stddev: str = "StdDev") -> tuple[Column, ...]:
-    """``Time (%)``, ``Total Time (ns)``, count, Avg/Med/Min/Max/StdDev columns."""
-    total = "Total Time" if unit == "ns" else "Total"
-    head = (Column("Time (%)", PERCENT, f"Percentage of '{total}'"),) if percent else ()
-    return head + (
-        Column(f"{total} ({unit})", INT, f"Total of all {thing}"),
-        Column(count, INT, f"Number of {thing}"),
-        Column(f"Avg ({unit})", INT, f"Average of {thing}"),
-        Column(f"Med ({unit})", INT, f"Median of {thing}"),
-        Column(f"Min ({unit})", INT, f"Minimum of {thing}"),
-        Column(f"Max ({unit})", INT, f"Maximum of {thing}"),
-        Column(f"{stddev} ({unit})", INT, f"Population standard deviation of {thing}"),
-    )
+        return {column.name: values(statistic) for statistic, column in self.by_statistic.items()}
 
 
 def summarize(strings: StringPool, keys: Sequence[np.ndarray], values: np.ndarray,
@@ -79,23 +78,13 @@ def output_order(strings: StringPool, keys: Sequence[np.ndarray], stats: Stats, 
     return np.lexsort(tuple(reversed(tie_keys)) + (name_rank, -stats["sum"]))
 
 
-def stat_cells(columns: tuple[Column, ...], stats: Stats, order: np.ndarray) -> dict[str, np.ndarray]:
-    """Frame entries for the columns made by :func:`stat_columns`."""
-    total = stats["sum"][order]
-    values = [stats[k][order] for k in ("count", "mean", "median", "min", "max", "std")]
-    if columns[0].kind == PERCENT:
-        grand = float(stats["sum"].sum())
-        return dict(zip((c.name for c in columns), [share_percent(total, grand), total] + values))
-    return dict(zip((c.name for c in columns), [total] + values))
-
-
-def keyed_frame(columns: tuple[Column, ...], *key_columns: str) -> FrameOf:
-    """The ``frame`` of a summary whose columns are :func:`stat_columns` followed by one
-    column per key: key ``i`` is printed in ``key_columns[i]`` (key 0 is the name)."""
-    def frame(inputs: Inputs, options: Mapping[str, Any], keys: tuple[np.ndarray, ...], stats: Stats) -> Frame:
+def keyed_frame(statistics: StatColumns, *key_columns: str) -> FrameOf[Any]:
+    """The ``frame`` of a summary whose columns are ``statistics`` and one column per key:
+    key ``i`` is printed in the column named ``key_columns[i]`` (key 0 is the name)."""
+    def frame(inputs: Inputs, options: Options, keys: tuple[np.ndarray, ...], stats: Stats) -> Frame:
         order = output_order(inputs.strings, keys, stats, 0)
-        cells = stat_cells(columns[:-len(key_columns)], stats, order)
-        cells.update((name, key[order]) for name, key in zip(key_columns, keys))
+        cells = statistics.cells(stats, order)
+        cells.update((name, key[order]) for name, key in zip(key_columns, keys, strict=True))
         return cells
 
     return frame

@@ -71,7 +71,7 @@ def without_suspect_events(inputs: "Inputs", name: str, table: EventTable) -> Ev
     if name not in TIMED_TABLES or not inputs.has(name):
         return table
     found = suspects(inputs, name, table)
-    file = inputs.report.path.name
+    file = inputs.path.name
     reasons = ((found.backwards, "with end < start"), (found.longer, f"longer than the capture ({found.capture} ns)"))
     for rows, reason in reasons:
         note = f"{file}: {len(rows)} {name} rows {reason} excluded {KEEP_HINT}"

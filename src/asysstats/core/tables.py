@@ -71,7 +71,7 @@ class EventTable(Mapping[str, np.ndarray]):
 
 class LazyColumns(Mapping[str, np.ndarray]):
     """Columns computed each time one is read, and not kept: a derived table stored a column
-    at a time (``Report.derived``) never holds all of them at once."""
+    at a time (``ReportSource.derived``) never holds all of them at once."""
 
     def __init__(self, columns: Mapping[str, Callable[[], np.ndarray]]) -> None:
         self._columns = dict(columns)

@@ -6,13 +6,13 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from asysstats.reading.sqlite import SQLITE_MAGIC, Report
+from asysstats.reading.sqlite import SQLITE_MAGIC, SqliteReport
 
 if TYPE_CHECKING:
     from asysstats.reading.kineto.report import KinetoReport
 
 
-def open_report(path: str | os.PathLike[str], cache: bool = True) -> "Report | KinetoReport":
+def open_report(path: str | os.PathLike[str], cache: bool = True) -> "SqliteReport | KinetoReport":
     """Open any supported report file (the one entry point the CLI uses): a JSON trace
     (plain, or gzip by its magic bytes) is a PyTorch profiler trace, anything else SQLite."""
     if Path(path).is_file() and not starts_with(Path(path), SQLITE_MAGIC):
@@ -22,7 +22,7 @@ def open_report(path: str | os.PathLike[str], cache: bool = True) -> "Report | K
             from asysstats.reading.kineto.report import KinetoReport
 
             return KinetoReport(path, cache=cache)
-    return Report(path, cache=cache)
+    return SqliteReport(path, cache=cache)
 
 
 def starts_with(path: Path, magic: bytes) -> bool:

@@ -80,8 +80,10 @@ def readable_file(path: Path) -> Path:
     return copy
 
 
-class Report:
-    """A report database opened read-only; ``load`` returns typed tables."""
+class SqliteReport:
+    """An Nsight or asysrep SQLite export opened read-only; ``load`` returns typed tables."""
+
+    hgtx_end: int | None = None  # ranges without an end stop at the report's last HGTX timestamp
 
     def __init__(self, path: str | os.PathLike[str], cache: bool = True) -> None:
         self.path = Path(path)
@@ -104,7 +106,7 @@ class Report:
         self._cache: dict[tuple[str, tuple[str, ...]], EventTable] = {}
 
     def __repr__(self) -> str:
-        return f"Report({str(self.path)!r}, dialect={self.dialect})"
+        return f"SqliteReport({str(self.path)!r}, dialect={self.dialect})"
 
     def close(self) -> None:
         self._con.close()

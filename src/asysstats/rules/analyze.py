@@ -8,15 +8,15 @@ events never are.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from dataclasses import dataclass
 
 import numpy as np
 
-from asysstats.analysis.declarations import RANGE_MODE, Option, Rule
+from asysstats.analysis.declarations import RANGE_MODE, Option, Options, Rule
 from asysstats.analysis.inputs import Inputs
 from asysstats.compute.grouped import group_by
 from asysstats.compute.intervals import busy_per_window, gaps
-from asysstats.core.columns import INT, PERCENT, Column
+from asysstats.core.columns import INT, PERCENT, Column, Frame
 from asysstats.core.tables import NA, EventTable
 
 ACTIVITY_KINDS = ("kernels", "memcpy", "memset")
@@ -27,11 +27,28 @@ CHUNKS = Option("chunks", "int", "Number of equal chunks the time range is cut i
 MERGE_PIDS = Option("merge-process-id", "flag", "Merge the processes of each device into one timeline.", False)
 PID = Column("PID", INT, "Process identifier ('-' with merge-process-id)")
 DEVICE_ID = Column("Device ID", INT, "PPU device identifier")
+ACTIVITY_COLUMNS = ("start", "end", "deviceId", "globalPid")
+READS = {kind: ACTIVITY_COLUMNS for kind in ACTIVITY_KINDS}
+
+
+@dataclass(frozen=True)
+class GapsOptions(Options):
+    rows: int = ROWS_50.field()
+    gap: int = GAP.field()
+
+
+@dataclass(frozen=True)
+class TimeUtilOptions(Options):
+    rows: int = ROWS_50.field()
+    threshold: int = THRESHOLD.field()
+    chunks: int = CHUNKS.field()
+    range_mode: str = RANGE_MODE.field()
+    merge_process_id: bool = MERGE_PIDS.field()
 
 
 def activity_groups(inputs: Inputs, merge_processes: bool = False):
     """Non-empty PPU activities of all kinds, and their groups by (process, device)."""
-    parts = [inputs.table(kind, ("start", "end", "deviceId", "globalPid")) for kind in ACTIVITY_KINDS]
+    parts = [inputs.table(kind, ACTIVITY_COLUMNS) for kind in ACTIVITY_KINDS]
     activities = EventTable.concat(parts)
     activities = activities.take(activities["end"] > activities["start"])
     pids = np.full(activities.rows, NA, np.int64) if merge_processes else activities["pid"]
@@ -49,9 +66,9 @@ GAP_COLUMNS = (
 )
 
 
-def ppu_gaps(inputs: Inputs, options: Mapping[str, Any]) -> dict:
+def ppu_gaps(inputs: Inputs, options: GapsOptions) -> Frame:
     activities, groups = activity_groups(inputs)
-    longer_than = options["gap"] * 1_000_000
+    longer_than = options.gap * 1_000_000
     found = []
     for g in range(groups.count):
         rows = group_rows(groups, g)
@@ -61,7 +78,7 @@ def ppu_gaps(inputs: Inputs, options: Mapping[str, Any]) -> dict:
     duration, start, group = (np.concatenate(c) for c in zip(*found)) if found else (np.empty(0, np.int64),) * 3
     pid, device = groups.keys[0][group], groups.keys[1][group]
     order = np.lexsort((device, pid, start, -duration))
-    return dict(zip((c.name for c in GAP_COLUMNS), (duration[order], start[order], pid[order], device[order])))
+    return {"Duration (ns)": duration[order], "Start (ns)": start[order], "PID": pid[order], "Device ID": device[order]}
 
 
 def chunk_edges(lo: int, hi: int, chunks: int) -> np.ndarray:
@@ -91,9 +108,9 @@ UTIL_COLUMNS = (
 )
 
 
-def ppu_time_util(inputs: Inputs, options: Mapping[str, Any]) -> dict:
-    activities, groups = activity_groups(inputs, options["merge-process-id"])
-    full = inputs.full_range() if options["range-mode"] == "full" else None
+def ppu_time_util(inputs: Inputs, options: TimeUtilOptions) -> Frame:
+    activities, groups = activity_groups(inputs, options.merge_process_id)
+    full = inputs.full_range() if options.range_mode == "full" else None
     cells: list[tuple[np.ndarray, ...]] = []
     for g in range(groups.count):
         rows = group_rows(groups, g)
@@ -101,15 +118,15 @@ def ppu_time_util(inputs: Inputs, options: Mapping[str, Any]) -> dict:
         lo, hi = full if full is not None else (int(starts.min()), int(ends.max()))
         if hi <= lo:
             continue
-        edges = chunk_edges(lo, hi, options["chunks"])
-        first, busy, length = low_runs(busy_per_window(starts, ends, edges), np.diff(edges), options["threshold"])
+        edges = chunk_edges(lo, hi, options.chunks)
+        first, busy, length = low_runs(busy_per_window(starts, ends, edges), np.diff(edges), options.threshold)
         cells.append((busy * 100.0 / length, length.astype(np.int64), edges[first], np.full(len(first), g)))
     in_use, duration, start, group = (np.concatenate(c) for c in zip(*cells)) if cells else (
         np.empty(0), np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.int64))
     pid, device = groups.keys[0][group], groups.keys[1][group]
     order = np.lexsort((device, pid, start, in_use))
-    return dict(zip((c.name for c in UTIL_COLUMNS), (in_use[order], duration[order], start[order],
-                                                      pid[order], device[order])))
+    return {"In-Use (%)": in_use[order], "Duration (ns)": duration[order], "Start (ns)": start[order],
+            "PID": pid[order], "Device ID": device[order]}
 
 
 PPU_GAPS = Rule(
@@ -119,8 +136,8 @@ PPU_GAPS = Rule(
          "each process on each device, within its first to last activity; longest first.",
     columns=GAP_COLUMNS,
     compute=ppu_gaps,
-    reads=ACTIVITY_KINDS,
-    options=(ROWS_50, GAP),
+    reads=READS,
+    options=GapsOptions,
     requires=ACTIVITY_KINDS,
     command="analyze",
 )
@@ -133,8 +150,8 @@ PPU_TIME_UTIL = Rule(
          "'threshold' percent are reported, adjacent ones merged, in ascending order of utilisation.",
     columns=UTIL_COLUMNS,
     compute=ppu_time_util,
-    reads=ACTIVITY_KINDS,
-    options=(ROWS_50, THRESHOLD, CHUNKS, RANGE_MODE, MERGE_PIDS),
+    reads=READS,
+    options=TimeUtilOptions,
     requires=ACTIVITY_KINDS,
     command="analyze",
 )

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Callable, Mapping
+from typing import Callable
 
 import numpy as np
 
 from asysstats.analysis.activity import row_index, take_or_na
-from asysstats.analysis.declarations import ROWS, Rule
+from asysstats.analysis.declarations import Rows, RowsOptions, Rule, Summary
 from asysstats.analysis.inputs import Inputs
-from asysstats.analysis.summary import Rows, Summary, keyed_frame, stat_columns
+from asysstats.analysis.summary import StatColumns, keyed_frame
 from asysstats.compute.distinct import Coded, tie_order
-from asysstats.core.columns import INT, TEXT, Column
+from asysstats.core.columns import INT, TEXT, Column, Frame
 from asysstats.core.result import Gathered
 from asysstats.reading.schema import NSYS
 
@@ -24,7 +24,7 @@ VERSION_SUFFIX = re.compile(r"_v[0-9]{4}$")
 
 def api_name_key(inputs: Inputs, name_ids: np.ndarray) -> Coded:
     """API names as printed, coded: on Nsight exports a trailing ``_v`` + four digits is dropped."""
-    if inputs.report.dialect != NSYS:
+    if inputs.dialect != NSYS:
         return inputs.strings.map_coded(name_ids, str)
     return inputs.strings.map_coded(name_ids, lambda name: VERSION_SUFFIX.sub("", name))
 
@@ -34,6 +34,9 @@ def api_name_ids(inputs: Inputs, name_ids: np.ndarray) -> np.ndarray:
     return api_name_key(inputs, name_ids).rows()
 
 
+THREAD_READS = {"threads": ("globalTid", "nameId")}  # what thread_names reads
+
+
 def thread_names(inputs: Inputs) -> Callable[[np.ndarray], np.ndarray]:
     """The name id of each of some global thread ids (``ThreadNames``), -1 for an unnamed thread."""
     threads = inputs.table("threads", ("globalTid", "nameId"))
@@ -41,16 +44,16 @@ def thread_names(inputs: Inputs) -> Callable[[np.ndarray], np.ndarray]:
     return lambda global_tids: take_or_na(names, row_index([threads["globalTid"]], [global_tids]), missing=-1)
 
 
-SUM_COLUMNS = stat_columns("calls to this function", count="Num Calls") + (
-    Column("Name", TEXT, "Name of the function"),)
+STATS = StatColumns.of("calls to this function", count="Num Calls")
+SUM_COLUMNS = STATS.columns + (Column("Name", TEXT, "Name of the function"),)
 
 
-def api_sum_rows(inputs: Inputs, options: Mapping[str, Any]) -> Rows:
+def api_sum_rows(inputs: Inputs, options: RowsOptions) -> Rows:
     calls = inputs.table("runtime", API_COLUMNS)
     return Rows((api_name_key(inputs, calls["nameId"]),), calls["end"] - calls["start"])
 
 
-SUMMARY = Summary(api_sum_rows, keyed_frame(SUM_COLUMNS, "Name"))
+SUMMARY = Summary(api_sum_rows, keyed_frame(STATS, "Name"))
 
 
 TRACE_COLUMNS = (
@@ -64,7 +67,7 @@ TRACE_COLUMNS = (
 )
 
 
-def api_trace(inputs: Inputs, options: Mapping[str, Any]) -> dict:
+def api_trace(inputs: Inputs, options: RowsOptions) -> Frame:
     calls = inputs.table("runtime", API_COLUMNS)
     names = api_name_key(inputs, calls["nameId"]).narrow()
     rank = inputs.strings.sort_rank(names.values)  # of each distinct name
@@ -72,10 +75,12 @@ def api_trace(inputs: Inputs, options: Mapping[str, Any]) -> dict:
                                                     calls["pid"][rows], calls["end"][rows], rank[names.codes[rows]]))
     threads = Coded.of(calls["globalTid"], narrow=True)
     thread_labels = threads.mapped(thread_names(inputs)(threads.values))
-    return dict(zip((c.name for c in TRACE_COLUMNS), (  # gathered in order as written: no sorted copies
-        Gathered(calls["start"], order), Gathered(lambda rows: calls["end"][rows] - calls["start"][rows], order),
-        Gathered(names, order), Gathered(calls["correlationId"], order), Gathered(calls["pid"], order),
-        Gathered(calls["tid"], order), Gathered(thread_labels, order))))
+    return {  # gathered in order as written: no sorted copies
+        "Start (ns)": Gathered(calls["start"], order),
+        "Duration (ns)": Gathered(lambda rows: calls["end"][rows] - calls["start"][rows], order),
+        "Name": Gathered(names, order), "CorrID": Gathered(calls["correlationId"], order),
+        "Pid": Gathered(calls["pid"], order), "Tid": Gathered(calls["tid"], order),
+        "Thread Name": Gathered(thread_labels, order)}
 
 
 API_SUM = Rule(
@@ -85,8 +90,8 @@ API_SUM = Rule(
          "'Time (%)' is the share of the total of all API calls in the table.",
     columns=SUM_COLUMNS,
     compute=SUMMARY.compute,
-    reads=("runtime",),
-    options=(ROWS,),
+    reads={"runtime": API_COLUMNS},
+    options=RowsOptions,
     share="Time (%)",
 )
 
@@ -96,8 +101,8 @@ API_TRACE = Rule(
     help="One row per HGGC API call, in ascending order of start time.",
     columns=TRACE_COLUMNS,
     compute=api_trace,
-    reads=("runtime", "threads"),
-    options=(ROWS,),
+    reads={"runtime": API_COLUMNS, **THREAD_READS},
+    options=RowsOptions,
 )
 
 RULES = [API_SUM, API_TRACE]

@@ -7,25 +7,32 @@ A name repeated in the configuration adds alternatives to the same category.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from dataclasses import dataclass
 
 import numpy as np
 import regex
 
-from asysstats.analysis.declarations import DEVICE, NAME_OPTIONS, ROWS, Rule, name_mode
+from asysstats.analysis.declarations import BASE, DEVICE, MANGLED, ROWS, Options, Rows, Rule, Stats, Summary, name_mode
 from asysstats.analysis.inputs import Inputs
+from asysstats.analysis.kernels import KERNEL_COLUMNS, on_devices
 from asysstats.analysis.names import kernel_name_ids
-from asysstats.analysis.summary import Rows, Stats, Summary
 from asysstats.compute.distinct import distinct
 from asysstats.compute.grouped import share_percent
-from asysstats.core.columns import INT, PERCENT, TEXT, Column
+from asysstats.core.columns import INT, PERCENT, TEXT, Column, Frame
 from asysstats.core.regexes import compile_user_regex, search
 from asysstats.core.strings import StringPool
-from asysstats.rules.kernels import KERNEL_COLUMNS, on_devices
 
 RULE_NAME = "hggc_ppu_kern_category_sum"
 OTHER = "other"
 Group = tuple[int, regex.Pattern]  # (category index, compiled regex)
+
+
+@dataclass(frozen=True)
+class CategoryOptions(Options):
+    rows: int | None = ROWS.field()
+    base: bool = BASE.field()
+    mangled: bool = MANGLED.field()
+    device: tuple[int, ...] | None = DEVICE.field()
 
 
 def compile_groups(pairs: tuple[tuple[str, str], ...]) -> tuple[list[str], list[Group]]:
@@ -66,16 +73,16 @@ COLUMNS = (
 )
 
 
-def category_rows(inputs: Inputs, options: Mapping[str, Any]) -> Rows:
+def category_rows(inputs: Inputs, options: CategoryOptions) -> Rows:
     """Per kernel: its category's label (string id) and its duration."""
     labels, groups = compile_groups(inputs.settings.kernel_groups)
-    kernels = on_devices(inputs.table("kernels", KERNEL_COLUMNS), options["device"])
+    kernels = on_devices(inputs.table("kernels", KERNEL_COLUMNS), options.device)
     names = kernel_name_ids(inputs.strings, kernels, name_mode(options))
     category = categorize(inputs.strings, names, labels, groups) if kernels.rows else np.empty(0, np.int64)
     return Rows((inputs.strings.intern(labels)[category],), kernels["end"] - kernels["start"])
 
 
-def category_frame(inputs: Inputs, options: Mapping[str, Any], keys: tuple[np.ndarray, ...], stats: Stats) -> dict:
+def category_frame(inputs: Inputs, options: CategoryOptions, keys: tuple[np.ndarray, ...], stats: Stats) -> Frame:
     """Every category (0 launches when no kernel matched it), by total descending, then label."""
     if len(keys[0]) == 0:  # docs/decisions.md D7: no kernel at all is an empty result, header only
         return {c.name: np.empty(0, dtype=object if c.kind == TEXT else np.int64) for c in COLUMNS}
@@ -111,8 +118,8 @@ CATEGORY_SUM = Rule(
          "total time of all kernels in the table.",
     columns=COLUMNS,
     compute=SUMMARY.compute,
-    reads=("kernels",),
-    options=(ROWS,) + NAME_OPTIONS + (DEVICE,),
+    reads={"kernels": KERNEL_COLUMNS},
+    options=CategoryOptions,
     share="Time (%)",
 )
 

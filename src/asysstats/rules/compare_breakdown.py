@@ -17,7 +17,8 @@ of either report; ``matched-only`` keeps the rows matched at the deepest level.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Union
 
 import numpy as np
 
@@ -34,14 +35,38 @@ from asysstats.analysis.comparison import (
     taken,
     target_over_base,
 )
-from asysstats.analysis.declarations import NAME_OPTIONS, NO_GRAPH_MAPPING, Rule, name_mode
+from asysstats.analysis.declarations import (
+    BASE,
+    DEVICE,
+    MANGLED,
+    NO_GRAPH_MAPPING,
+    RANGE_EXCLUDE,
+    RANGE_INCLUDE,
+    Options,
+    Rule,
+    name_mode,
+)
 from asysstats.analysis.inputs import Inputs
-from asysstats.analysis.operators.analysis import analyse
-from asysstats.analysis.operators.common import ALL_MERGES, OP, READS, REQUIRES, SCOPE, order_by
+from asysstats.analysis.operators.analysis import READS, analyse
+from asysstats.analysis.operators.common import (
+    FLASH_MERGE,
+    GEMM_MERGE,
+    MOE_MERGE,
+    OP,
+    PCCL_MERGE,
+    PREFILL_DECODE,
+    PYTORCH_MERGE,
+    REQUIRES,
+    AnalysisOptions,
+    order_by,
+)
 from asysstats.analysis.operators.layers import IDLE, NATIVE, breakdown
 from asysstats.compute.intervals import set_difference
 from asysstats.core.columns import INT, PAIR_TEXT, PERCENT, RATIO, TEXT, Column, Frame
 from asysstats.core.tables import NA
+
+if TYPE_CHECKING:
+    import regex
 from asysstats.rules.compare_operators import match_key
 from asysstats.rules.operators_breakdown import ORDERS, library_utilisation, nested_order, percent
 
@@ -61,17 +86,18 @@ def level_columns(level: str) -> tuple[Column, ...]:
             Column(f"{level} Instances", INT, f"Number of instances of this {what}"))
 
 
-def side_frame(inputs: Inputs, options: Mapping[str, Any], levels: tuple[str, ...]) -> Frame:
+def side_frame(inputs: Inputs, options: "CompareOptions", levels: tuple[str, ...]) -> Frame:
     """One report's breakdown rows (in the single rule's order) with the level keys."""
     with_kernel = "Kernel" in levels
-    an = analyse(inputs, options, name_mode(options) if with_kernel else "demangled")
+    mode = name_mode(options) if isinstance(options, KernelCompareOptions) else "demangled"
+    an = analyse(inputs, options.like(AnalysisOptions), mode)
     b = breakdown(an)
     l_of, k_of = np.arange(len(b.l["f"])), None
     if with_kernel:  # every kernel row, and the library groups without kernels
         empty = set_difference(l_of, b.k["l"])
         l_of = np.r_[b.k["l"], empty].astype(np.int64)
         k_of = np.r_[np.arange(len(b.k["l"])), np.full(len(empty), -1)].astype(np.int64)
-    order = nested_order(inputs, b, b.l["f"][l_of], l_of, k_of, options.get("order-by") or "time")
+    order = nested_order(inputs, b, b.l["f"][l_of], l_of, k_of, options.order_by)
     rows = {"Framework": b.l["f"][l_of][order], "Library": l_of[order]}
     if with_kernel:
         rows["Kernel"] = k_of[order]
@@ -93,7 +119,7 @@ def side_frame(inputs: Inputs, options: Mapping[str, Any], levels: tuple[str, ..
     if not with_kernel:
         util = library_utilisation(inputs, an, b)
         frame.update({name: util[name][rows["Library"]] for name, _ in UTILS})
-    frame[DEVICE_NAME] = np.full(len(order), device_label(inputs, options.get("device")), dtype=object)
+    frame[DEVICE_NAME] = np.full(len(order), device_label(inputs, options.device), dtype=object)
     return frame
 
 
@@ -128,13 +154,13 @@ def in_top(frame: Frame, column: str, count: int | None) -> np.ndarray:
     return keep
 
 
-def kept(exact: Pairing, frames: tuple[Frame, Frame], deepest: str, options: Mapping[str, Any]) -> Pairing:
+def kept(exact: Pairing, frames: tuple[Frame, Frame], deepest: str, options: "CompareOptions") -> Pairing:
     """The rows of ``top`` and ``matched-only``."""
     keep = np.zeros(len(exact.base), dtype=bool)
     for frame, rows in zip(frames, (exact.base, exact.target)):
-        top = in_top(frame, f"{deepest} Time (%)", options.get("top"))
+        top = in_top(frame, f"{deepest} Time (%)", options.top)
         keep |= (rows >= 0) & np.append(top, False)[rows]
-    if options.get("matched-only"):
+    if options.matched_only:
         keep &= (exact.base >= 0) & (exact.target >= 0)
     return exact.take(keep)
 
@@ -160,13 +186,13 @@ def shown(level: str, levels: tuple[str, ...]) -> list[str]:
     return [c.name for c in level_columns(level)] + utils
 
 
-def compare(inputs: tuple[Inputs, Inputs], options: Mapping[str, Any], levels: tuple[str, ...]) -> Frame:
+def compare(inputs: tuple[Inputs, Inputs], options: "CompareOptions", levels: tuple[str, ...]) -> Frame:
     frames = tuple(side_frame(side, options, levels) for side in inputs)
     keys = ["OP Type", "Framework Key", "Library Key"] + (["Kernel"] if "Kernel" in levels else [])
     exact = kept(match_rows(*([f[k] for k in keys] for f in frames)), frames, levels[-1], options)
     parents = [level_rows(frames, exact, keys[:depth]) for depth in range(2, len(levels) + 1)]
     pairings = dict(zip(levels, parents + [exact]))
-    order = nested_rows(frames, pairings, options.get("order-by") or "time")
+    order = nested_rows(frames, pairings, options.order_by)
     pairings = {level: rows.take(order) for level, rows in pairings.items()}
     top = pairings["Framework"]
     out = {"Device Name": np.stack(sides(frames, top, DEVICE_NAME), axis=1).reshape(-1, 2),
@@ -196,7 +222,48 @@ def compare_columns(levels: tuple[str, ...]) -> tuple[Column, ...]:
 HELP = ("Rows match by operator type and merged parameters at the framework and library layers{kernel}; a side "
         "without the row shows '-' (its parent operators when they match). Sorted level by level by the larger "
         "time percentage of the two reports. Cells are 'base / target'; ratios are target / base.")
-OPTIONS = (TOP,) + SCOPE + (OP, order_by(ORDERS, "time", "|".join(ORDERS)), NO_GRAPH_MAPPING) + ALL_MERGES
+ORDER_BY = order_by(ORDERS, "time", "|".join(ORDERS))
+
+
+@dataclass(frozen=True)
+class BreakdownCompareOptions(Options):
+    top: int | None = TOP.field()
+    device: tuple[int, ...] | None = DEVICE.field()
+    range_include: "tuple[regex.Pattern, ...] | None" = RANGE_INCLUDE.field()
+    range_exclude: "tuple[regex.Pattern, ...] | None" = RANGE_EXCLUDE.field()
+    op: tuple[str, ...] | None = OP.field()
+    order_by: str = ORDER_BY.field()
+    no_graph_mapping: bool = NO_GRAPH_MAPPING.field()
+    no_merge_flash_attention_prefill_decode_operator: bool = PREFILL_DECODE.field()
+    no_merge_flash_attention_parameter: bool = FLASH_MERGE.field()
+    no_merge_communication_parameter: bool = PCCL_MERGE.field()
+    no_merge_moe_parameter: bool = MOE_MERGE.field()
+    no_merge_pytorch_parameter: bool = PYTORCH_MERGE.field()
+    no_merge_gemm_parameter: bool = GEMM_MERGE.field()
+    matched_only: bool = MATCHED_ONLY.field()
+
+
+@dataclass(frozen=True)
+class KernelCompareOptions(Options):
+    top: int | None = TOP.field()
+    device: tuple[int, ...] | None = DEVICE.field()
+    range_include: "tuple[regex.Pattern, ...] | None" = RANGE_INCLUDE.field()
+    range_exclude: "tuple[regex.Pattern, ...] | None" = RANGE_EXCLUDE.field()
+    base: bool = BASE.field()
+    mangled: bool = MANGLED.field()
+    op: tuple[str, ...] | None = OP.field()
+    order_by: str = ORDER_BY.field()
+    no_graph_mapping: bool = NO_GRAPH_MAPPING.field()
+    no_merge_flash_attention_prefill_decode_operator: bool = PREFILL_DECODE.field()
+    no_merge_flash_attention_parameter: bool = FLASH_MERGE.field()
+    no_merge_communication_parameter: bool = PCCL_MERGE.field()
+    no_merge_moe_parameter: bool = MOE_MERGE.field()
+    no_merge_pytorch_parameter: bool = PYTORCH_MERGE.field()
+    no_merge_gemm_parameter: bool = GEMM_MERGE.field()
+    matched_only: bool = MATCHED_ONLY.field()
+
+
+CompareOptions = Union[BreakdownCompareOptions, KernelCompareOptions]
 KERNEL_LEVELS, LIBRARY_LEVELS = ("Framework", "Library", "Kernel"), ("Framework", "Library")
 
 KERNEL_BREAKDOWN_COMPARE = Rule(
@@ -206,7 +273,7 @@ KERNEL_BREAKDOWN_COMPARE = Rule(
         kernel=" and by kernel name at the kernel layer"),
     columns=compare_columns(KERNEL_LEVELS),
     compute=lambda inputs, options: compare(inputs, options, KERNEL_LEVELS),
-    reads=READS, requires=REQUIRES, options=OPTIONS[:4] + NAME_OPTIONS + OPTIONS[4:] + (MATCHED_ONLY,), reports=2,
+    reads=READS, requires=REQUIRES, options=KernelCompareOptions, reports=2,
 )
 
 BREAKDOWN_COMPARE = Rule(
@@ -215,7 +282,7 @@ BREAKDOWN_COMPARE = Rule(
     help="The ppu_op_breakdown tables of the base and target reports. " + HELP.format(kernel=""),
     columns=compare_columns(LIBRARY_LEVELS),
     compute=lambda inputs, options: compare(inputs, options, LIBRARY_LEVELS),
-    reads=READS, requires=REQUIRES, options=OPTIONS + (MATCHED_ONLY,), reports=2,
+    reads=READS, requires=REQUIRES, options=BreakdownCompareOptions, reports=2,
 )
 
 RULES = [KERNEL_BREAKDOWN_COMPARE, BREAKDOWN_COMPARE]

@@ -3,9 +3,13 @@ HGTX ranges matched by name and style."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
 from asysstats.analysis.comparison import (
     BASE,
     DEVICE_NAME,
+    MATCHED_ONLY,
     TARGET,
     comparison_rule,
     pair,
@@ -13,8 +17,22 @@ from asysstats.analysis.comparison import (
     side,
     single_rule_frame,
 )
+from asysstats.analysis.declarations import DEVICE, NO_GRAPH_MAPPING, RANGE_EXCLUDE, RANGE_INCLUDE, RANGE_MODE, Options
 from asysstats.core.columns import PAIR_INT, PAIR_PERCENT, PAIR_TEXT
 from asysstats.rules.hgtx_projection import PROJ_SUM
+
+if TYPE_CHECKING:
+    import regex
+
+
+@dataclass(frozen=True)
+class CompareOptions(Options):
+    device: tuple[int, ...] | None = DEVICE.field()
+    range_mode: str = RANGE_MODE.field()
+    range_include: "tuple[regex.Pattern, ...] | None" = RANGE_INCLUDE.field()
+    range_exclude: "tuple[regex.Pattern, ...] | None" = RANGE_EXCLUDE.field()
+    no_graph_mapping: bool = NO_GRAPH_MAPPING.field()
+    matched_only: bool = MATCHED_ONLY.field()
 
 
 def projection_pair(name: str, source: str, help: str, ratio_name: str) -> tuple:
@@ -45,7 +63,7 @@ PROJECTION_SUMMARY_COMPARE = comparison_rule(
     side_frame=single_rule_frame(PROJ_SUM),
     keys=("Range", "Style"),
     sort="In-Use (%)",
-    options=PROJ_SUM.options,
+    options=CompareOptions,
     reads=PROJ_SUM.reads,
 )
 

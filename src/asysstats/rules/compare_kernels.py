@@ -3,9 +3,12 @@ matched by name (in the chosen name mode)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from asysstats.analysis.comparison import (
     BASE,
     DEVICE_NAME,
+    MATCHED_ONLY,
     TARGET,
     TOP,
     comparison_rule,
@@ -14,9 +17,20 @@ from asysstats.analysis.comparison import (
     side,
     single_rule_frame,
 )
-from asysstats.analysis.declarations import DEVICE, HGTX_NAME, NAME_OPTIONS
+from asysstats.analysis.declarations import BASE as BASE_NAME
+from asysstats.analysis.declarations import DEVICE, HGTX_NAME, MANGLED, Options
 from asysstats.core.columns import PAIR_INT, PAIR_PERCENT, PAIR_TEXT
 from asysstats.rules.kernels import KERN_SUM
+
+
+@dataclass(frozen=True)
+class CompareOptions(Options):
+    top: int | None = TOP.field()
+    hgtx_name: bool = HGTX_NAME.field()
+    base: bool = BASE_NAME.field()
+    mangled: bool = MANGLED.field()
+    device: tuple[int, ...] | None = DEVICE.field()
+    matched_only: bool = MATCHED_ONLY.field()
 
 CELLS = (
     pair("Device Name", DEVICE_NAME, PAIR_TEXT, "PPU device name"),
@@ -39,7 +53,7 @@ KERNEL_SUMMARY_COMPARE = comparison_rule(
     side_frame=single_rule_frame(KERN_SUM),
     keys=("Name",),
     sort="Time (%)",
-    options=(TOP, HGTX_NAME) + NAME_OPTIONS + (DEVICE,),
+    options=CompareOptions,
     reads=KERN_SUM.reads,
 )
 

@@ -12,7 +12,8 @@ match by name; the ``Summary`` row of the type table comes first.
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -20,6 +21,7 @@ from asysstats.analysis.comparison import (
     BASE,
     DEVICE_NAME,
     EITHER,
+    MATCHED_ONLY,
     TARGET,
     TOP,
     comparison_rule,
@@ -28,11 +30,59 @@ from asysstats.analysis.comparison import (
     side,
     single_rule_frame,
 )
-from asysstats.analysis.declarations import NO_GRAPH_MAPPING
+from asysstats.analysis.declarations import DEVICE, NO_GRAPH_MAPPING, RANGE_EXCLUDE, RANGE_INCLUDE, Options
 from asysstats.analysis.inputs import Inputs
-from asysstats.analysis.operators.common import ALL_MERGES, OP, SCOPE, order_by
+from asysstats.analysis.operators.common import (
+    FLASH_MERGE,
+    GEMM_MERGE,
+    MOE_MERGE,
+    OP,
+    PCCL_MERGE,
+    PREFILL_DECODE,
+    PYTORCH_MERGE,
+    order_by,
+)
 from asysstats.core.columns import PAIR_INT, PAIR_PERCENT, PAIR_TEXT, Frame
 from asysstats.rules.operators_summary import OP_SUM, SUM_ORDER, TYPE_SUM
+
+if TYPE_CHECKING:
+    import regex
+
+SUM_ORDER_BY = order_by(SUM_ORDER, "total", "|".join(SUM_ORDER))
+
+
+@dataclass(frozen=True)
+class SumCompareOptions(Options):
+    top: int | None = TOP.field()
+    device: tuple[int, ...] | None = DEVICE.field()
+    range_include: "tuple[regex.Pattern, ...] | None" = RANGE_INCLUDE.field()
+    range_exclude: "tuple[regex.Pattern, ...] | None" = RANGE_EXCLUDE.field()
+    op: tuple[str, ...] | None = OP.field()
+    order_by: str = SUM_ORDER_BY.field()
+    no_graph_mapping: bool = NO_GRAPH_MAPPING.field()
+    no_merge_flash_attention_prefill_decode_operator: bool = PREFILL_DECODE.field()
+    no_merge_flash_attention_parameter: bool = FLASH_MERGE.field()
+    no_merge_communication_parameter: bool = PCCL_MERGE.field()
+    no_merge_moe_parameter: bool = MOE_MERGE.field()
+    no_merge_pytorch_parameter: bool = PYTORCH_MERGE.field()
+    no_merge_gemm_parameter: bool = GEMM_MERGE.field()
+    matched_only: bool = MATCHED_ONLY.field()
+
+
+@dataclass(frozen=True)
+class TypeCompareOptions(Options):
+    device: tuple[int, ...] | None = DEVICE.field()
+    range_include: "tuple[regex.Pattern, ...] | None" = RANGE_INCLUDE.field()
+    range_exclude: "tuple[regex.Pattern, ...] | None" = RANGE_EXCLUDE.field()
+    op: tuple[str, ...] | None = OP.field()
+    no_graph_mapping: bool = NO_GRAPH_MAPPING.field()
+    no_merge_flash_attention_prefill_decode_operator: bool = PREFILL_DECODE.field()
+    no_merge_flash_attention_parameter: bool = FLASH_MERGE.field()
+    no_merge_communication_parameter: bool = PCCL_MERGE.field()
+    no_merge_moe_parameter: bool = MOE_MERGE.field()
+    no_merge_pytorch_parameter: bool = PYTORCH_MERGE.field()
+    no_merge_gemm_parameter: bool = GEMM_MERGE.field()
+    matched_only: bool = MATCHED_ONLY.field()
 
 VENDOR = re.compile(r"(?i)\b(?:AC|CU)(?=BLAS)|\b[PN](?=CCL)")
 LIBRARY_SEGMENT = re.compile(r"(^| \+ )([^|]+)\|[^|]*\|")
@@ -47,17 +97,17 @@ def match_key(key: str | None) -> str | None:
     return VENDOR.sub("", LIBRARY_SEGMENT.sub(r"\1\2||", key)).casefold()
 
 
-def operator_frame(inputs: Inputs, options: Mapping[str, Any]) -> Frame:
+def operator_frame(inputs: Inputs, options: SumCompareOptions) -> Frame:
     """The ``ppu_op_sum`` frame of one report with the match key of every operator."""
     frame = single_rule_frame(OP_SUM, extra_text=("OP Key",))(inputs, options)
     frame[MATCH_KEY] = np.array([match_key(k) for k in frame["OP Key"].tolist()], dtype=object)
     return frame
 
 
-def operator_order(options: Mapping[str, Any]) -> tuple[str | None, tuple[str, ...]]:
+def operator_order(options: SumCompareOptions) -> tuple[str | None, tuple[str, ...]]:
     """Default: the larger time percentage; ``order-by`` a numeric column: its larger side;
     ``name`` / ``type``: ascending by those texts."""
-    key = options.get("order-by") or "total"
+    key = options.order_by
     if key == "name":
         return None, ("OP Name", "OP Type")
     if key == "type":
@@ -94,7 +144,7 @@ OPERATOR_SUMMARY_COMPARE = comparison_rule(
     side_frame=operator_frame,
     keys=("OP Type", MATCH_KEY),
     sort="Percent (%)",
-    options=(TOP,) + SCOPE + (OP, order_by(SUM_ORDER, "total", "|".join(SUM_ORDER)), NO_GRAPH_MAPPING) + ALL_MERGES,
+    options=SumCompareOptions,
     reads=OP_SUM.reads,
     requires=OP_SUM.requires,
     order=operator_order,
@@ -124,7 +174,7 @@ TYPE_SUMMARY_COMPARE = comparison_rule(
     side_frame=single_rule_frame(TYPE_SUM),
     keys=("OP Type",),
     sort="Percent (%)",
-    options=SCOPE + (OP, NO_GRAPH_MAPPING) + ALL_MERGES,
+    options=TypeCompareOptions,
     reads=TYPE_SUM.reads,
     requires=TYPE_SUM.requires,
     first="Summary",

@@ -3,10 +3,31 @@ kernels matched by name (in the chosen name mode)."""
 
 from __future__ import annotations
 
-from asysstats.analysis.comparison import BASE, DEVICE_NAME, TARGET, comparison_rule, pair, side, single_rule_frame
-from asysstats.analysis.declarations import DEVICE, HGTX_NAME, NAME_OPTIONS
+from dataclasses import dataclass
+
+from asysstats.analysis.comparison import (
+    BASE,
+    DEVICE_NAME,
+    MATCHED_ONLY,
+    TARGET,
+    comparison_rule,
+    pair,
+    side,
+    single_rule_frame,
+)
+from asysstats.analysis.declarations import BASE as BASE_NAME
+from asysstats.analysis.declarations import DEVICE, HGTX_NAME, MANGLED, Options
 from asysstats.core.columns import PAIR_INT, PAIR_PERCENT, PAIR_TEXT
 from asysstats.rules.pccl_desync import DESYNC_SUMMARY
+
+
+@dataclass(frozen=True)
+class CompareOptions(Options):
+    hgtx_name: bool = HGTX_NAME.field()
+    base: bool = BASE_NAME.field()
+    mangled: bool = MANGLED.field()
+    device: tuple[int, ...] | None = DEVICE.field()
+    matched_only: bool = MATCHED_ONLY.field()
 
 CELLS = (
     pair("Device Name", DEVICE_NAME, PAIR_TEXT, "PPU device name"),
@@ -29,7 +50,7 @@ DESYNC_SUMMARY_COMPARE = comparison_rule(
     side_frame=single_rule_frame(DESYNC_SUMMARY),
     keys=("Kernel Name",),
     sort="Time (%)",
-    options=(HGTX_NAME,) + NAME_OPTIONS + (DEVICE,),
+    options=CompareOptions,
     reads=DESYNC_SUMMARY.reads,
 )
 

@@ -8,24 +8,29 @@ range (``range-mode``). The columns are those of the reference's example output.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from asysstats.analysis.activity import device_names
-from asysstats.analysis.comparison import BASE, DEVICE_NAME, TARGET, comparison_rule, pair, side
-from asysstats.analysis.declarations import RANGE_MODE
+from asysstats.analysis.activity import DEVICE_READS, device_names
+from asysstats.analysis.comparison import BASE, DEVICE_NAME, MATCHED_ONLY, TARGET, comparison_rule, pair, side
+from asysstats.analysis.declarations import RANGE_MODE, Options, merged_reads
 from asysstats.analysis.inputs import Inputs
 from asysstats.core.columns import INT, PAIR_INT, PAIR_PERCENT, PAIR_TEXT, Frame
-from asysstats.rules.analyze import ACTIVITY_KINDS, PPU_TIME_UTIL
+from asysstats.rules.analyze import ACTIVITY_KINDS, PPU_TIME_UTIL, TimeUtilOptions
 
-WHOLE_RANGE = {"chunks": 1, "threshold": 101, "merge-process-id": True}  # one chunk per device, always reported
+WHOLE_RANGE = TimeUtilOptions(chunks=1, threshold=101, merge_process_id=True)  # one chunk per device, always reported
 
 
-def device_utilisation(inputs: Inputs, options: Mapping[str, Any]) -> Frame:
+@dataclass(frozen=True)
+class CompareOptions(Options):
+    range_mode: str = RANGE_MODE.field()
+    matched_only: bool = MATCHED_ONLY.field()
+
+
+def device_utilisation(inputs: Inputs, options: CompareOptions) -> Frame:
     """Per device: In-Use (%), Duration (ns), PPU Active Time (ns), Device ID, Device Name."""
-    values = {**PPU_TIME_UTIL.parse_options({}), **WHOLE_RANGE, "range-mode": options["range-mode"]}
-    util = PPU_TIME_UTIL.compute(inputs, values)
+    util = PPU_TIME_UTIL.compute(inputs, replace(WHOLE_RANGE, range_mode=options.range_mode))
     in_use, duration = util["In-Use (%)"], util["Duration (ns)"]
     names = device_names(inputs)
     return {
@@ -54,8 +59,8 @@ TIME_UTIL_COMPARE = comparison_rule(
     side_frame=device_utilisation,
     keys=("Device ID",),
     sort="In-Use (%)",
-    options=(RANGE_MODE,),
-    reads=ACTIVITY_KINDS + ("devices",),
+    options=CompareOptions,
+    reads=merged_reads(PPU_TIME_UTIL.reads, DEVICE_READS),
     requires=ACTIVITY_KINDS,
 )
 

@@ -7,14 +7,12 @@ kHz) and keep the host name in ``TARGET_INFO_SYSTEM_ENV``; missing fields print 
 
 from __future__ import annotations
 
-from typing import Any, Mapping
-
 import numpy as np
 
 from asysstats.analysis.activity import row_index, take_or_na
-from asysstats.analysis.declarations import ROWS, Rule
+from asysstats.analysis.declarations import RowsOptions, Rule
 from asysstats.analysis.inputs import Inputs
-from asysstats.core.columns import INT, TEXT, Column
+from asysstats.core.columns import INT, TEXT, Column, Frame
 from asysstats.core.tables import NA
 
 COLUMNS = (
@@ -35,6 +33,10 @@ COLUMNS = (
 LEGACY = {"computeMajor": ("computeCapabilityMajor", 1), "computeMinor": ("computeCapabilityMinor", 1),
           "asyncEngineCount": ("numMemcpyEngines", 1), "cuCount": ("numMultiprocessors", 1),
           "totalMemory": ("globalMemorySize", 1), "clockRate": ("coreClockRate", 1000)}
+NUMBERS = ("computeMajor", "computeMinor", "asyncEngineCount", "cuCount", "totalMemory", "clockRate", "memoryClockRate")
+READS = {"devices": ("id", "name", "busLocation", "hostname", "uuid") + NUMBERS,
+         "legacy_gpus": ("deviceId",) + tuple(source for source, _ in LEGACY.values()),
+         "system_env": ("name", "value")}
 
 
 def host_name_id(inputs: Inputs) -> int:
@@ -54,7 +56,7 @@ def field(devices, legacy, rows: np.ndarray, name: str) -> np.ndarray:
     return np.where(values >= 0, values, NA)
 
 
-def device_attributes(inputs: Inputs, options: Mapping[str, Any]) -> dict:
+def device_attributes(inputs: Inputs, options: RowsOptions) -> Frame:
     devices = inputs.table("devices")
     legacy = inputs.table("legacy_gpus")
     rows = row_index([legacy["deviceId"]], [devices["id"]])
@@ -62,10 +64,13 @@ def device_attributes(inputs: Inputs, options: Mapping[str, Any]) -> dict:
     order = np.lexsort((devices["busLocation"], rank, devices["id"]))
     devices, rows = devices.take(order), rows[order]
     host = np.where(devices["hostname"] >= 0, devices["hostname"], host_name_id(inputs))
-    numbers = [field(devices, legacy, rows, name) for name in (
-        "computeMajor", "computeMinor", "asyncEngineCount", "cuCount", "totalMemory", "clockRate", "memoryClockRate")]
-    return dict(zip((c.name for c in COLUMNS), [
-        devices["id"], devices["name"], devices["busLocation"], host, devices["uuid"], *numbers]))
+    number = {name: field(devices, legacy, rows, name) for name in NUMBERS}
+    return {"Device ID": devices["id"], "Device Name": devices["name"], "PCI Bus ID": devices["busLocation"],
+            "hostname": host, "UUID": devices["uuid"],
+            "Compute capability major": number["computeMajor"], "Compute capability minor": number["computeMinor"],
+            "CE number": number["asyncEngineCount"], "CU number": number["cuCount"],
+            "Total memory (bytes)": number["totalMemory"], "CU clock (Hz)": number["clockRate"],
+            "Memory clock (Hz)": number["memoryClockRate"]}
 
 
 DEVICE_ATTRIBUTE = Rule(
@@ -75,8 +80,8 @@ DEVICE_ATTRIBUTE = Rule(
          "supported frequencies, not the current ones.",
     columns=COLUMNS,
     compute=device_attributes,
-    reads=("devices", "legacy_gpus", "system_env"),
-    options=(ROWS,),
+    reads=READS,
+    options=RowsOptions,
 )
 
 RULES = [DEVICE_ATTRIBUTE]

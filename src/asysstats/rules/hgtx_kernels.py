@@ -8,23 +8,27 @@ cells are ``-``; their PID/TID are those of the launching thread.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from asysstats.analysis.activity import take_or_na
-from asysstats.analysis.correlate import Pairs, activity_table, correlate
+from asysstats.analysis.correlate import CORRELATE_READS, Pairs, activity_table, correlate
 from asysstats.analysis.declarations import (
+    BASE,
     DEVICE,
-    NAME_OPTIONS,
+    MANGLED,
     NO_GRAPH_MAPPING,
     RANGE_EXCLUDE,
     RANGE_INCLUDE,
     Option,
+    Options,
     Rule,
+    merged_reads,
     name_mode,
 )
-from asysstats.analysis.hgtx import load_ranges, name_filter
+from asysstats.analysis.hgtx import HGTX_READS, load_ranges, name_filter
 from asysstats.analysis.inputs import Inputs
 from asysstats.analysis.launches import launch_rows, runtime_calls
 from asysstats.analysis.names import kernel_name_codes, kernel_name_ids
@@ -32,12 +36,15 @@ from asysstats.compute.distinct import Coded, tie_order
 from asysstats.compute.grouped import dense_group_ids, grouped_stats
 from asysstats.compute.intervals import distinct_sorted
 from asysstats.compute.keys import pair_key
-from asysstats.core.columns import INT, TEXT, Column
+from asysstats.core.columns import INT, TEXT, Column, Frame
 from asysstats.core.memory import release_memory
 from asysstats.core.result import Gathered
 from asysstats.core.strings import StringPool
 from asysstats.core.tables import NA, EventTable
 from asysstats.rules.kernel_traces import dimension_ids
+
+if TYPE_CHECKING:
+    import regex
 
 STANDALONE = Option("standalone", "flag", "Include kernels correlated with no HGTX range (HGTX cells '-').", False)
 KERNEL_COLUMNS = ("start", "end", "deviceId", "contextId", "streamId", "correlationId", "globalPid", "graphId",
@@ -46,24 +53,39 @@ KERNEL_COLUMNS = ("start", "end", "deviceId", "contextId", "streamId", "correlat
 
 
 RANGE_CELLS = ("rangeId", "name", "style", "globalTid", "pid", "tid", "start", "end")
+READS = merged_reads(HGTX_READS, {"kernels": KERNEL_COLUMNS}, CORRELATE_READS)
+
+
+@dataclass(frozen=True)
+class TraceOptions(Options):
+    base: bool = BASE.field()
+    mangled: bool = MANGLED.field()
+    standalone: bool = STANDALONE.field()
+    no_graph_mapping: bool = NO_GRAPH_MAPPING.field()
+    range_include: "tuple[regex.Pattern, ...] | None" = RANGE_INCLUDE.field()
+    range_exclude: "tuple[regex.Pattern, ...] | None" = RANGE_EXCLUDE.field()
+
+
+@dataclass(frozen=True)
+class SumOptions(TraceOptions):
+    device: tuple[int, ...] | None = DEVICE.field()
 
 
 class Links:
     """Correlated (range, kernel) rows, plus one row per standalone kernel (range -1), as
     int32 rows of ``ranges`` and ``kernels``; the cells they print are gathered from those."""
 
-    def __init__(self, inputs: Inputs, options: Mapping[str, Any]) -> None:
+    def __init__(self, inputs: Inputs, options: TraceOptions, devices: tuple[int, ...] | None) -> None:
         inputs.require("kernels")
         ranges = load_ranges(inputs, RANGE_CELLS)
-        self.ranges = ranges.take(name_filter(inputs, ranges["name"], options))
-        self.kernels: EventTable = activity_table(inputs, "kernels", KERNEL_COLUMNS, options.get("device"))
-        self.calls = runtime_calls(inputs.report)
+        self.ranges = ranges.take(name_filter(inputs, ranges["name"], options.range_include, options.range_exclude))
+        self.kernels: EventTable = activity_table(inputs, "kernels", KERNEL_COLUMNS, devices)
+        self.calls = runtime_calls(inputs)
         self.launch = launch_rows(self.calls, self.kernels)
-        pairs: Pairs = correlate(inputs.report, self.ranges, self.kernels, not options["no-graph-mapping"],
-                                 self.launch)
+        pairs: Pairs = correlate(inputs, self.ranges, self.kernels, not options.no_graph_mapping, self.launch)
         r, k, graph = pairs.range_row.astype(np.int32), pairs.activity_row.astype(np.int32), pairs.via_graph
         del pairs
-        if options.get("standalone"):
+        if options.standalone:
             alone = np.ones(self.kernels.rows, dtype=bool)
             alone[k] = False
             k_alone = np.flatnonzero(alone).astype(np.int32)
@@ -106,8 +128,8 @@ class Links:
         return Gathered(np.append(start, NA), call), Gathered(np.append(end - start, NA), call)
 
 
-def kern_sum(inputs: Inputs, options: Mapping[str, Any]) -> dict:
-    links = Links(inputs, options)
+def kern_sum(inputs: Inputs, options: SumOptions) -> Frame:
+    links = Links(inputs, options, options.device)
     label, keys = row_groups(links, kernel_name_codes(inputs.strings, links.kernels, name_mode(options)))
     # a kernel counts once per group (nested ranges of one name would count it twice)
     distinct = distinct_sorted(np.sort(pair_key(label, links.kernel_row)))
@@ -156,7 +178,6 @@ SUM_COLUMNS = (
     Column("StdDev (ns)", INT, "Standard deviation of this kernel's execution time"),
     Column("Kernel Name", TEXT, "Name of the kernel"),
 )
-OPTIONS = NAME_OPTIONS + (STANDALONE, NO_GRAPH_MAPPING, RANGE_INCLUDE, RANGE_EXCLUDE)
 
 KERN_SUM = Rule(
     name="hgtx_kern_sum",
@@ -167,8 +188,8 @@ KERN_SUM = Rule(
          "and TID, then by total time descending.",
     columns=SUM_COLUMNS,
     compute=kern_sum,
-    reads=("hgtx", "kernels", "runtime", "graph_nodes"),
-    options=OPTIONS + (DEVICE,),
+    reads=READS,
+    options=SumOptions,
     share="Total Time (ns)",
 )
 
@@ -203,8 +224,8 @@ def start_order(strings: StringPool, start: np.ndarray, names: np.ndarray, ids: 
     return tie_order(start, lambda rows: (ids[rows], strings.sort_rank(names[rows])))
 
 
-def kern_trace(inputs: Inputs, options: Mapping[str, Any]) -> dict:
-    links = Links(inputs, options)
+def kern_trace(inputs: Inputs, options: TraceOptions) -> Frame:
+    links = Links(inputs, options, None)
     kernels = links.kernels
     kernel_names = kernel_name_ids(inputs.strings, kernels, name_mode(options))
     ranges = links.ranges
@@ -262,8 +283,8 @@ KERN_TRACE = Rule(
          "API cells are '-' where the range is mapped to the kernel through a graph node.",
     columns=TRACE_COLUMNS,
     compute=kern_trace,
-    reads=("hgtx", "kernels", "runtime", "graph_nodes"),
-    options=OPTIONS,
+    reads=READS,
+    options=TraceOptions,
 )
 
 RULES = [KERN_SUM, KERN_TRACE]

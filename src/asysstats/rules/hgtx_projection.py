@@ -7,31 +7,62 @@ activities. Ranges with no correlated activity have no projection and no row.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from asysstats.analysis.correlate import Projection, correlate, ppu_activities, project
-from asysstats.analysis.declarations import DEVICE, NO_GRAPH_MAPPING, RANGE_EXCLUDE, RANGE_INCLUDE, RANGE_MODE, Rule
-from asysstats.analysis.hgtx import load_ranges, name_filter, range_stacks
+from asysstats.analysis.correlate import ACTIVITY_READS, CORRELATE_READS, Projection, correlate, ppu_activities, project
+from asysstats.analysis.declarations import (
+    DEVICE,
+    NO_GRAPH_MAPPING,
+    RANGE_EXCLUDE,
+    RANGE_INCLUDE,
+    RANGE_MODE,
+    Options,
+    Rule,
+    merged_reads,
+)
+from asysstats.analysis.hgtx import HGTX_READS, load_ranges, name_filter, range_stacks
 from asysstats.analysis.inputs import Inputs
 from asysstats.compute.grouped import grouped_stats, share_percent
 from asysstats.compute.intervals import covered_length_by_group
-from asysstats.core.columns import INT, PERCENT, TEXT, Column
+from asysstats.core.columns import INT, PERCENT, TEXT, Column, Frame
 from asysstats.core.result import Gathered
 from asysstats.core.tables import EventTable
 
+if TYPE_CHECKING:
+    import regex
+
 RANGE_CELLS = ("rangeId", "name", "style", "globalTid", "pid", "tid", "start", "end", "level", "parentId",
                "children")
+READS = merged_reads(HGTX_READS, ACTIVITY_READS, CORRELATE_READS)
 
 
-def projected_ranges(inputs: Inputs, options: Mapping[str, Any]) -> tuple[EventTable, Projection, EventTable]:
+@dataclass(frozen=True)
+class TraceOptions(Options):
+    device: tuple[int, ...] | None = DEVICE.field()
+    range_include: "tuple[regex.Pattern, ...] | None" = RANGE_INCLUDE.field()
+    range_exclude: "tuple[regex.Pattern, ...] | None" = RANGE_EXCLUDE.field()
+    no_graph_mapping: bool = NO_GRAPH_MAPPING.field()
+
+
+@dataclass(frozen=True)
+class SumOptions(Options):
+    device: tuple[int, ...] | None = DEVICE.field()
+    range_mode: str = RANGE_MODE.field()
+    range_include: "tuple[regex.Pattern, ...] | None" = RANGE_INCLUDE.field()
+    range_exclude: "tuple[regex.Pattern, ...] | None" = RANGE_EXCLUDE.field()
+    no_graph_mapping: bool = NO_GRAPH_MAPPING.field()
+
+
+def projected_ranges(inputs: Inputs, options: TraceOptions) -> tuple[EventTable, Projection, EventTable]:
     """The selected ranges that have a projection, their projections, and the activities."""
     inputs.require("kernels", "memcpy", "memset")
     ranges = load_ranges(inputs, RANGE_CELLS)
-    ranges = ranges.take(name_filter(inputs, ranges["name"], options))
-    activities = ppu_activities(inputs, options.get("device"))
-    proj = project(correlate(inputs.report, ranges, activities, not options["no-graph-mapping"]),
+    ranges = ranges.take(name_filter(inputs, ranges["name"], options.range_include, options.range_exclude))
+    activities = ppu_activities(inputs, options.device)
+    proj = project(correlate(inputs, ranges, activities, not options.no_graph_mapping),
                    activities, ranges.rows)
     keep = proj.count > 0
     return ranges.take(keep), Projection(*(getattr(proj, f)[keep] for f in ("count", "start", "end", "active"))), \
@@ -48,12 +79,12 @@ def analysis_length(inputs: Inputs, activities: EventTable, mode: str) -> int:
     return int(np.maximum(activities["end"], activities["start"]).max() - activities["start"].min())
 
 
-def proj_sum(inputs: Inputs, options: Mapping[str, Any]) -> dict:
-    ranges, proj, activities = projected_ranges(inputs, options)
+def proj_sum(inputs: Inputs, options: SumOptions) -> Frame:
+    ranges, proj, activities = projected_ranges(inputs, options.like(TraceOptions))
     groups, stats = grouped_stats([ranges["name"], ranges["style"]], proj.end - proj.start)
     label = groups.label()
     active = covered_length_by_group(label, proj.start, proj.end, groups.count)
-    in_use = share_percent(active, analysis_length(inputs, activities, options["range-mode"]))
+    in_use = share_percent(active, analysis_length(inputs, activities, options.range_mode))
 
     def mean(values: np.ndarray) -> np.ndarray:
         return np.bincount(label, weights=values, minlength=groups.count) / np.maximum(stats["count"], 1)
@@ -91,7 +122,6 @@ SUM_COLUMNS = (
     Column("Avg Range Lvl", INT, "Average range stack depth"),
     Column("Avg Num Child", INT, "Average number of child ranges"),
 )
-OPTIONS = (DEVICE, RANGE_INCLUDE, RANGE_EXCLUDE, NO_GRAPH_MAPPING)
 
 PROJ_SUM = Rule(
     name="hgtx_ppu_proj_sum",
@@ -101,13 +131,13 @@ PROJ_SUM = Rule(
          "is it over the analysis range (range-mode). Sorted by In-Use descending, then name.",
     columns=SUM_COLUMNS,
     compute=proj_sum,
-    reads=("hgtx", "kernels", "memcpy", "memset", "runtime", "graph_nodes"),
-    options=OPTIONS[:1] + (RANGE_MODE,) + OPTIONS[1:],
+    reads=READS,
+    options=SumOptions,
     share="Proj Active Time (ns)",
 )
 
 
-def proj_trace(inputs: Inputs, options: Mapping[str, Any]) -> dict:
+def proj_trace(inputs: Inputs, options: TraceOptions) -> Frame:
     ranges, proj, _ = projected_ranges(inputs, options)
     order = np.lexsort((ranges["rangeId"], ranges["level"], ranges["start"], proj.start))
     frame = {name: Gathered(values, order) for name, values in (
@@ -117,7 +147,7 @@ def proj_trace(inputs: Inputs, options: Mapping[str, Any]) -> dict:
         ("Orig Duration (ns)", ranges["end"] - ranges["start"]), ("Style", ranges["style"]), ("PID", ranges["pid"]),
         ("TID", ranges["tid"]), ("NumPPUOps", proj.count), ("Lvl", ranges["level"]), ("NumChild", ranges["children"]),
         ("RangeId", ranges["rangeId"]), ("ParentId", ranges["parentId"]))}
-    return frame | {"RangeStack": range_stacks(inputs.report, frame["RangeId"])}
+    return frame | {"RangeStack": range_stacks(inputs, frame["RangeId"])}
 
 
 TRACE_COLUMNS = (
@@ -145,8 +175,8 @@ PROJ_TRACE = Rule(
          "with its PPU active time and stack state, in order of projected start.",
     columns=TRACE_COLUMNS,
     compute=proj_trace,
-    reads=("hgtx", "kernels", "memcpy", "memset", "runtime", "graph_nodes"),
-    options=OPTIONS,
+    reads=READS,
+    options=TraceOptions,
 )
 
 RULES = [PROJ_SUM, PROJ_TRACE]

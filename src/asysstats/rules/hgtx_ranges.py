@@ -2,28 +2,47 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow.compute as pc
 
-from asysstats.analysis.declarations import ROWS, Option, Rule
-from asysstats.analysis.hgtx import load_ranges, range_stacks
+from asysstats.analysis.declarations import ROWS, Option, Options, Rows, Rule, Summary
+from asysstats.analysis.hgtx import HGTX_READS, load_ranges, range_stacks
 from asysstats.analysis.inputs import Inputs
-from asysstats.analysis.summary import Rows, Summary, keyed_frame, stat_columns
+from asysstats.analysis.summary import StatColumns, keyed_frame
 from asysstats.compute.arrow import from_numpy, text
 from asysstats.compute.distinct import distinct, tie_order
-from asysstats.core.columns import INT, TEXT, Column
+from asysstats.core.columns import INT, TEXT, Column, Frame
 from asysstats.core.regexes import search
 from asysstats.core.result import Gathered
 from asysstats.core.tables import EventTable
 from asysstats.writing.textcolumns import TextColumn
 
+if TYPE_CHECKING:
+    import regex
+
 PROCESS = Option("process", "int_list", "Process ids to analyse, separated by '/' (default: all).", None, minimum=0)
 THREAD = Option("thread", "int_list", "Thread ids to analyse, separated by '/' (default: all).", None, minimum=0)
 RANGE = Option("range", "regex", "Analyse only HGTX ranges whose name matches this regex (default: all).", None)
 
-SUM_COLUMNS = stat_columns("instances of this range") + (
+
+
+@dataclass(frozen=True)
+class SumOptions(Options):
+    rows: int | None = ROWS.field()
+    process: tuple[int, ...] | None = PROCESS.field()
+    thread: tuple[int, ...] | None = THREAD.field()
+
+
+@dataclass(frozen=True)
+class TraceOptions(Options):
+    range: "regex.Pattern | None" = RANGE.field()
+
+
+STATS = StatColumns.of("instances of this range")
+SUM_COLUMNS = STATS.columns + (
     Column("Style", TEXT, "Range style; Start/End or Push/Pop"),
     Column("Range", TEXT, "Name of the range"),
 )
@@ -41,13 +60,13 @@ def on_threads(ranges: EventTable, processes: tuple[int, ...] | None, threads: t
     return ranges.take(keep)
 
 
-def hgtx_sum_rows(inputs: Inputs, options: Mapping[str, Any]) -> Rows:
-    ranges = on_threads(load_ranges(inputs, ("name", "style", "start", "end", "pid", "tid")), options["process"],
-                        options["thread"])
+def hgtx_sum_rows(inputs: Inputs, options: SumOptions) -> Rows:
+    ranges = on_threads(load_ranges(inputs, ("name", "style", "start", "end", "pid", "tid")), options.process,
+                        options.thread)
     return Rows((ranges["name"], ranges["style"]), ranges["end"] - ranges["start"], text=(0, 1))
 
 
-SUMMARY = Summary(hgtx_sum_rows, keyed_frame(SUM_COLUMNS, "Range", "Style"))
+SUMMARY = Summary(hgtx_sum_rows, keyed_frame(STATS, "Range", "Style"))
 
 
 HGTX_SUM = Rule(
@@ -58,8 +77,8 @@ HGTX_SUM = Rule(
          "'Time (%)' is the share of the total of all ranges in the table, not of the run time.",
     columns=SUM_COLUMNS,
     compute=SUMMARY.compute,
-    reads=("hgtx",),
-    options=(ROWS, PROCESS, THREAD),
+    reads=HGTX_READS,
+    options=SumOptions,
     share="Time (%)",
 )
 
@@ -86,7 +105,7 @@ TRACE_INPUTS = ("pushpop", "start", "end", "childTime", "name", "pid", "tid", "l
                 "parentId")
 
 
-def name_matches(inputs: Inputs, names: np.ndarray, pattern) -> np.ndarray:
+def name_matches(inputs: Inputs, names: np.ndarray, pattern: "regex.Pattern | None") -> np.ndarray:
     """Mask of rows whose name the regex finds (searched once per distinct name)."""
     if pattern is None or len(names) == 0:
         return np.ones(len(names), dtype=bool)
@@ -107,10 +126,10 @@ def name_trees(inputs: Inputs, levels: np.ndarray, names: np.ndarray) -> TextCol
     return TextColumn(trees, pair)
 
 
-def pushpop_trace(inputs: Inputs, options: Mapping[str, Any]) -> dict:
+def pushpop_trace(inputs: Inputs, options: TraceOptions) -> Frame:
     """The printed columns are the ranges' own, gathered a slice at a time as they are written."""
     ranges = load_ranges(inputs, TRACE_INPUTS)
-    rows = np.flatnonzero((ranges["pushpop"] == 1) & name_matches(inputs, ranges["name"], options["range"]))
+    rows = np.flatnonzero((ranges["pushpop"] == 1) & name_matches(inputs, ranges["name"], options.range))
     rows = rows[tie_order(ranges["start"][rows], lambda tied: (ranges["level"][rows[tied]],))]  # stack order, then id
     rows = rows.astype(np.int32 if ranges.rows < 2 ** 31 else np.int64)  # kept while the trace is written
     start, end, child_time = ranges["start"], ranges["end"], ranges["childTime"]
@@ -119,7 +138,7 @@ def pushpop_trace(inputs: Inputs, options: Mapping[str, Any]) -> dict:
         ("DurChild (ns)", child_time), ("DurNonChild (ns)", lambda r: end[r] - start[r] - child_time[r]),
         ("Name", ranges["name"]), ("PID", ranges["pid"]), ("TID", ranges["tid"]), ("Lvl", ranges["level"]),
         ("NumChild", ranges["children"]), ("RangeId", ranges["rangeId"]), ("ParentId", ranges["parentId"]))}
-    return frame | {"RangeStack": range_stacks(inputs.report, frame["RangeId"]),
+    return frame | {"RangeStack": range_stacks(inputs, frame["RangeId"]),
                     "NameTree": name_trees(inputs, ranges["level"][rows], ranges["name"][rows])}
 
 
@@ -130,8 +149,8 @@ PUSHPOP_TRACE = Rule(
          "immediate children and their total duration, in order of start time.",
     columns=TRACE_COLUMNS,
     compute=pushpop_trace,
-    reads=("hgtx",),
-    options=(RANGE,),
+    reads=HGTX_READS,
+    options=TraceOptions,
 )
 
 RULES = [HGTX_SUM, PUSHPOP_TRACE]

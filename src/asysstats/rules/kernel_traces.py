@@ -3,25 +3,61 @@ end), ``hggc_ppu_kern_gb_sum`` and ``hggc_ppu_kern_gb_trace``."""
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from dataclasses import dataclass
+from typing import Mapping
 
 import numpy as np
 
 from asysstats.analysis.activity import row_index, triple_ids
-from asysstats.analysis.declarations import DEVICE, HGTX_NAME, NAME_OPTIONS, ROWS, Rule
+from asysstats.analysis.declarations import (
+    BASE,
+    HGTX_NAME,
+    MANGLED,
+    ROWS,
+    Options,
+    Rows,
+    Rule,
+    Stats,
+    Summary,
+    merged_reads,
+    name_mode,
+)
 from asysstats.analysis.inputs import Inputs
-from asysstats.analysis.summary import Rows, Stats, Summary, output_order, stat_cells, stat_columns
+from asysstats.analysis.kernels import (
+    KERNEL_COLUMNS,
+    KERNEL_NAME_READS,
+    KernelOptions,
+    kernel_name_key,
+    kernel_names,
+    on_devices,
+)
+from asysstats.analysis.summary import StatColumns, output_order
 from asysstats.compute.distinct import tie_order
-from asysstats.core.columns import INT, TEXT, Column
+from asysstats.core.columns import INT, TEXT, Column, Frame
 from asysstats.core.result import Gathered
 from asysstats.core.tables import NA
 from asysstats.rules.api import API_COLUMNS, api_name_ids
-from asysstats.rules.kernels import KERNEL_COLUMNS, kernel_name_key, kernel_names, on_devices
 
 DIMENSIONS = ("gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ")
 GB_COLUMNS = KERNEL_COLUMNS + ("contextId", "streamId") + DIMENSIONS
 GRID = Column("GridXYZ", TEXT, "Grid dimensions of the kernel launch")
 BLOCK = Column("BlockXYZ", TEXT, "Block dimensions of the kernel launch")
+GB_READS = merged_reads({"kernels": GB_COLUMNS}, KERNEL_NAME_READS)
+
+
+@dataclass(frozen=True)
+class ExecTraceOptions(Options):
+    rows: int | None = ROWS.field()
+    base: bool = BASE.field()
+    mangled: bool = MANGLED.field()
+
+
+@dataclass(frozen=True)
+class GbTraceOptions(Options):
+    rows: int | None = ROWS.field()
+    hgtx_name: bool = HGTX_NAME.field()
+    base: bool = BASE.field()
+    mangled: bool = MANGLED.field()
 
 
 def dimension_ids(inputs: Inputs, kernels: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -48,7 +84,7 @@ EXEC_COLUMNS = (
 )
 
 
-def kern_exec_trace(inputs: Inputs, options: Mapping[str, Any]) -> dict:
+def kern_exec_trace(inputs: Inputs, options: ExecTraceOptions) -> Frame:
     kernels = inputs.table("kernels", GB_COLUMNS)
     calls = inputs.table("runtime", API_COLUMNS)
     by_call = np.lexsort((calls["end"], calls["start"], calls["correlationId"], calls["pid"]))
@@ -56,7 +92,7 @@ def kern_exec_trace(inputs: Inputs, options: Mapping[str, Any]) -> dict:
                       [kernels["pid"], kernels["correlationId"]])
     k = np.flatnonzero((found >= 0) & (kernels["correlationId"] >= 0))
     call = by_call[found[k]]
-    names = kernel_names(inputs, kernels, options)
+    names = kernel_names(inputs, kernels, name_mode(options))
     order = tie_order(calls["start"][call], lambda rows: (
         kernels["streamId"][k[rows]], kernels["deviceId"][k[rows]], inputs.strings.sort_rank(names[k[rows]]),
         kernels["start"][k[rows]]))
@@ -64,28 +100,31 @@ def kern_exec_trace(inputs: Inputs, options: Mapping[str, Any]) -> dict:
     kernel_start, call_end = kernels["start"][k], calls["end"][call]
     queued = kernel_start >= call_end
     grid, block = dimension_ids(inputs, kernels)
-    return dict(zip((column.name for column in EXEC_COLUMNS), (
-        Gathered(calls["start"], call), Gathered(calls["end"] - calls["start"], call),
-        np.where(queued, call_end, NA), np.where(queued, kernel_start - call_end, NA),
-        kernel_start, Gathered(kernels["end"] - kernels["start"], k), kernels["end"][k] - calls["start"][call],
-        Gathered(calls["pid"], call), Gathered(calls["tid"], call), Gathered(kernels["deviceId"], k),
-        Gathered(api_name_ids(inputs, calls["nameId"]), call), Gathered(grid, k), Gathered(block, k),
-        Gathered(names, k))))
+    return {
+        "API Start (ns)": Gathered(calls["start"], call), "API Dur (ns)": Gathered(calls["end"] - calls["start"], call),
+        "Queue Start (ns)": np.where(queued, call_end, NA), "Queue Dur (ns)": np.where(queued, kernel_start - call_end, NA),
+        "Kernel Start (ns)": kernel_start, "Kernel Dur (ns)": Gathered(kernels["end"] - kernels["start"], k),
+        "Total Dur (ns)": kernels["end"][k] - calls["start"][call],
+        "PID": Gathered(calls["pid"], call), "TID": Gathered(calls["tid"], call),
+        "DevId": Gathered(kernels["deviceId"], k), "API Function": Gathered(api_name_ids(inputs, calls["nameId"]), call),
+        "GridXYZ": Gathered(grid, k), "BlockXYZ": Gathered(block, k), "Kernel Name": Gathered(names, k)}
 
 
-GB_SUM_COLUMNS = stat_columns("executions of this kernel") + (GRID, BLOCK, Column("Name", TEXT, "Name of the kernel"))
+GB_STATS = StatColumns.of("executions of this kernel")
+GB_SUM_COLUMNS = GB_STATS.columns + (GRID, BLOCK, Column("Name", TEXT, "Name of the kernel"))
 
 
-def kern_gb_rows(inputs: Inputs, options: Mapping[str, Any]) -> Rows:
-    kernels = on_devices(inputs.table("kernels", GB_COLUMNS), options["device"])
-    keys = (kernel_name_key(inputs, kernels, options),) + tuple(kernels[d] for d in DIMENSIONS)
+def kern_gb_rows(inputs: Inputs, options: KernelOptions) -> Rows:
+    kernels = on_devices(inputs.table("kernels", GB_COLUMNS), options.device)
+    keys = (kernel_name_key(inputs, kernels, name_mode(options), options.hgtx_name),) + \
+        tuple(kernels[d] for d in DIMENSIONS)
     return Rows(keys, kernels["end"] - kernels["start"])  # ties: name, then dimensions ascending
 
 
-def kern_gb_frame(inputs: Inputs, options: Mapping[str, Any], keys: tuple[np.ndarray, ...], stats: Stats) -> dict:
+def kern_gb_frame(inputs: Inputs, options: KernelOptions, keys: tuple[np.ndarray, ...], stats: Stats) -> Frame:
     order = output_order(inputs.strings, keys, stats, 0)
-    frame = stat_cells(GB_SUM_COLUMNS[:-3], stats, order)
-    grid, block = dimension_ids(inputs, dict(zip(DIMENSIONS, (k[order] for k in keys[1:]))))
+    frame = GB_STATS.cells(stats, order)
+    grid, block = dimension_ids(inputs, dict(zip(DIMENSIONS, (k[order] for k in keys[1:]), strict=True)))
     frame.update({"GridXYZ": grid, "BlockXYZ": block, "Name": keys[0][order]})
     return frame
 
@@ -105,15 +144,16 @@ GB_TRACE_COLUMNS = (
 )
 
 
-def kern_gb_trace(inputs: Inputs, options: Mapping[str, Any]) -> dict:
+def kern_gb_trace(inputs: Inputs, options: GbTraceOptions) -> Frame:
     kernels = inputs.table("kernels", GB_COLUMNS)
-    names = kernel_names(inputs, kernels, options)
+    names = kernel_names(inputs, kernels, name_mode(options), options.hgtx_name)
     order = tie_order(kernels["start"], lambda rows: (kernels["end"][rows], kernels["streamId"][rows],
                                                       kernels["deviceId"][rows], inputs.strings.sort_rank(names[rows])))
     grid, block = dimension_ids(inputs, kernels)
-    return dict(zip((c.name for c in GB_TRACE_COLUMNS), (Gathered(values, order) for values in (
-        kernels["start"], kernels["end"] - kernels["start"], kernels["pid"], kernels["deviceId"],
-        kernels["contextId"], kernels["streamId"], grid, block, names))))
+    return {name: Gathered(values, order) for name, values in (
+        ("Start (ns)", kernels["start"]), ("Duration (ns)", kernels["end"] - kernels["start"]),
+        ("PID", kernels["pid"]), ("Device ID", kernels["deviceId"]), ("Context ID", kernels["contextId"]),
+        ("Stream ID", kernels["streamId"]), ("GridXYZ", grid), ("BlockXYZ", block), ("Name", names))}
 
 
 EXEC_TRACE = Rule(
@@ -124,8 +164,8 @@ EXEC_TRACE = Rule(
          "before the launch call returns.",
     columns=EXEC_COLUMNS,
     compute=kern_exec_trace,
-    reads=("kernels", "runtime"),
-    options=(ROWS,) + NAME_OPTIONS,
+    reads={"kernels": GB_COLUMNS, "runtime": API_COLUMNS},
+    options=ExecTraceOptions,
 )
 
 GB_SUM = Rule(
@@ -135,8 +175,8 @@ GB_SUM = Rule(
          "time. 'Time (%)' is the share of the total of all kernels in the table.",
     columns=GB_SUM_COLUMNS,
     compute=GB_SUMMARY.compute,
-    reads=("kernels",),
-    options=(ROWS, HGTX_NAME) + NAME_OPTIONS + (DEVICE,),
+    reads=GB_READS,
+    options=KernelOptions,
     share="Time (%)",
 )
 
@@ -146,8 +186,8 @@ GB_TRACE = Rule(
     help="One row per kernel execution with its grid and block sizes, in ascending order of start time.",
     columns=GB_TRACE_COLUMNS,
     compute=kern_gb_trace,
-    reads=("kernels",),
-    options=(ROWS, HGTX_NAME) + NAME_OPTIONS,
+    reads=GB_READS,
+    options=GbTraceOptions,
 )
 
 RULES = [EXEC_TRACE, GB_SUM, GB_TRACE]

@@ -6,23 +6,22 @@ report's memcpy kind enumeration, e.g. ``[HGGC memcpy Host-to-Device]``).
 
 from __future__ import annotations
 
-from typing import Any, Mapping
-
 import numpy as np
 
-from asysstats.analysis.activity import kind_label_ids
-from asysstats.analysis.declarations import ROWS, Rule
+from asysstats.analysis.activity import KIND_READS, kind_label_ids
+from asysstats.analysis.declarations import Rows, RowsOptions, Rule, Summary
 from asysstats.analysis.inputs import Inputs
-from asysstats.analysis.summary import Rows, Summary, keyed_frame, stat_columns
+from asysstats.analysis.summary import StatColumns, keyed_frame
 from asysstats.core.columns import TEXT, Column
 
 OPERATION = Column("Operation", TEXT, "Name of the memory operation")
+READS = {"memcpy": ("start", "end", "bytes", "copyKind"), "memset": ("start", "end", "bytes"),
+         "memcpy_kinds": KIND_READS["memcpy_kinds"]}
 
 
 def operations(inputs: Inputs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(operation label id, duration, bytes) of every memcpy and memset."""
-    memcpy = inputs.table("memcpy", ("start", "end", "bytes", "copyKind"))
-    memset = inputs.table("memset", ("start", "end", "bytes"))
+    memcpy, memset = inputs.table("memcpy"), inputs.table("memset")
     labels = np.concatenate([
         kind_label_ids(inputs, "memcpy_kinds", memcpy["copyKind"], "[HGGC memcpy {}]"),
         np.repeat(inputs.strings.intern(["[HGGC memset]"]), memset.rows)])
@@ -30,22 +29,22 @@ def operations(inputs: Inputs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return labels, durations, np.concatenate([memcpy["bytes"], memset["bytes"]])
 
 
-TIME_COLUMNS = stat_columns("executions of this operation", count="Count") + (OPERATION,)
-SIZE_COLUMNS = stat_columns("sizes of this operation", count="Count", unit="bytes", percent=False) + (OPERATION,)
+TIME_STATS = StatColumns.of("executions of this operation", count="Count")
+SIZE_STATS = StatColumns.of("sizes of this operation", count="Count", unit="bytes", percent=False)
 
 
-def time_rows(inputs: Inputs, options: Mapping[str, Any]) -> Rows:
+def time_rows(inputs: Inputs, options: RowsOptions) -> Rows:
     labels, durations, _ = operations(inputs)
     return Rows((labels,), durations)
 
 
-def size_rows(inputs: Inputs, options: Mapping[str, Any]) -> Rows:
+def size_rows(inputs: Inputs, options: RowsOptions) -> Rows:
     labels, _, sizes = operations(inputs)
     return Rows((labels,), sizes)
 
 
-TIME_SUMMARY = Summary(time_rows, keyed_frame(TIME_COLUMNS, OPERATION.name))
-SIZE_SUMMARY = Summary(size_rows, keyed_frame(SIZE_COLUMNS, OPERATION.name))
+TIME_SUMMARY = Summary(time_rows, keyed_frame(TIME_STATS, OPERATION.name))
+SIZE_SUMMARY = Summary(size_rows, keyed_frame(SIZE_STATS, OPERATION.name))
 
 
 MEM_TIME_SUM = Rule(
@@ -53,10 +52,10 @@ MEM_TIME_SUM = Rule(
     title="HGGC PPU Memory Time Summary",
     help="Time of HGGC PPU memory operations (memset, memcpy by copy kind), in descending order of total "
          "time. 'Time (%)' is the share of the total of all operations in the table.",
-    columns=TIME_COLUMNS,
+    columns=TIME_STATS.columns + (OPERATION,),
     compute=TIME_SUMMARY.compute,
-    reads=("memcpy", "memset"),
-    options=(ROWS,),
+    reads=READS,
+    options=RowsOptions,
     requires=("memcpy", "memset"),
     share="Time (%)",
 )
@@ -66,10 +65,10 @@ MEM_SIZE_SUM = Rule(
     title="HGGC PPU Memory Size Summary",
     help="Bytes moved or set by HGGC PPU memory operations (memset, memcpy by copy kind), in descending "
          "order of total size.",
-    columns=SIZE_COLUMNS,
+    columns=SIZE_STATS.columns + (OPERATION,),
     compute=SIZE_SUMMARY.compute,
-    reads=("memcpy", "memset"),
-    options=(ROWS,),
+    reads=READS,
+    options=RowsOptions,
     requires=("memcpy", "memset"),
     share="Total (bytes)",
 )

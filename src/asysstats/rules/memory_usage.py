@@ -3,16 +3,16 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from dataclasses import dataclass
 
 import numpy as np
 
 from asysstats.analysis.callstacks import chain_membership, group_labels, parse_groups
-from asysstats.analysis.declarations import Option, Rule
+from asysstats.analysis.declarations import Option, Options, Rule
 from asysstats.analysis.inputs import Inputs
 from asysstats.compute.grouped import group_by
 from asysstats.compute.keys import lookup, pair_key
-from asysstats.core.columns import INT, TEXT, Column
+from asysstats.core.columns import INT, TEXT, Column, Frame
 from asysstats.core.tables import NA, EventTable
 
 ALLOC, FREE = 0, 1
@@ -20,6 +20,26 @@ MEMORY_COLUMNS = ("start", "globalPid", "globalTid", "deviceId", "contextId", "a
                   "accessFlags", "memoryOperationType", "correlationId")
 FIRST_GROUP = Option("match-first-group", "flag",
                      "Assign an allocation only to the first matching call-stack group (default: all).", False)
+CALL_COLUMNS = ("globalTid", "correlationId", "callchainId")
+FRAME_COLUMNS = ("id", "stackDepth", "symbol", "module")
+READS = {"memory_usage": MEMORY_COLUMNS, "runtime": CALL_COLUMNS, "callchains": FRAME_COLUMNS}
+SUMMARY_MODES = ("alloc-size", "unreleased-size", "alloc-count", "unreleased-count")
+SUMMARY_MODE = Option("usage-mode", "choice", "What to sum: allocated or unreleased bytes or counts.",
+                      "unreleased-size", choices=SUMMARY_MODES)
+DETAIL_MODE = Option("usage-mode", "choice", "'unreleased' allocations or 'all' allocations and frees.",
+                     "unreleased", choices=("all", "unreleased"))
+
+
+@dataclass(frozen=True)
+class SummaryOptions(Options):
+    usage_mode: str = SUMMARY_MODE.field()
+    match_first_group: bool = FIRST_GROUP.field()
+
+
+@dataclass(frozen=True)
+class DetailOptions(Options):
+    usage_mode: str = DETAIL_MODE.field()
+    match_first_group: bool = FIRST_GROUP.field()
 
 
 def released_pairs(pid: np.ndarray, device: np.ndarray, address: np.ndarray, start: np.ndarray,
@@ -44,7 +64,7 @@ def _api_calls(inputs: Inputs, pid: np.ndarray, correlation: np.ndarray) -> tupl
     Read from the whole report: the call may start just before the ``--filter-time`` window."""
     if not inputs.has("runtime"):
         return np.full(len(pid), -1), np.full(len(pid), -1)
-    calls = inputs.report.load("runtime", ("globalTid", "correlationId", "callchainId"))
+    calls = inputs.whole("runtime", CALL_COLUMNS)
     row = lookup(pair_key(calls["pid"], calls["correlationId"]), pair_key(pid, correlation))
     row[correlation < 0] = -1
     found = row >= 0
@@ -65,7 +85,7 @@ def memory_events(inputs: Inputs, first_only: bool) -> EventTable:
     tid = np.where(own, mem["globalTid"] & 0xFFFFFF, np.where(api_tid >= 0, api_tid, NA))
     chain = np.where(allocation >= 0, chain[np.maximum(allocation, 0)], chain)  # a free shows its allocation
     config = parse_groups(inputs.settings.callstack_groups)
-    frames = inputs.table("callchains", ("id", "stackDepth", "symbol", "module"))
+    frames = inputs.table("callchains", FRAME_COLUMNS)
     ids, member = chain_membership(config, frames, inputs.strings)
     labels = group_labels(inputs.strings, config.names,
                           np.vstack([member, np.zeros((1, len(config.names)), bool)]), first_only)
@@ -84,12 +104,11 @@ SUMMARY_COLUMNS = (
     Column("Group List", TEXT, "The call-stack group(s) of the memory usage, separated by '/'"),
     Column("Memory Usage", INT, "Device memory usage: bytes or allocation count, by 'usage-mode'"),
 )
-SUMMARY_MODES = ("alloc-size", "unreleased-size", "alloc-count", "unreleased-count")
 
 
-def usage_summary(inputs: Inputs, options: Mapping[str, Any]) -> dict:
-    mode = options["usage-mode"]
-    events = memory_events(inputs, options["match-first-group"])
+def usage_summary(inputs: Inputs, options: SummaryOptions) -> Frame:
+    mode = options.usage_mode
+    events = memory_events(inputs, options.match_first_group)
     keep = events["memoryOperationType"] == ALLOC
     if mode.startswith("unreleased"):
         keep &= ~events["released"]
@@ -113,9 +132,9 @@ DETAIL_COLUMNS = SUMMARY_COLUMNS[:3] + (
 )
 
 
-def usage_detail(inputs: Inputs, options: Mapping[str, Any]) -> dict:
-    events = memory_events(inputs, options["match-first-group"])
-    if options["usage-mode"] == "unreleased":
+def usage_detail(inputs: Inputs, options: DetailOptions) -> Frame:
+    events = memory_events(inputs, options.match_first_group)
+    if options.usage_mode == "unreleased":
         events = events.take((events["memoryOperationType"] == ALLOC) & ~events["released"])
     order = np.lexsort((np.arange(events.rows), events["deviceId"], events["pid"], events["start"]))
     e = events.take(order)
@@ -139,9 +158,8 @@ SUMMARY = Rule(
     help="Device memory usage per process, device and call-stack group, in descending order. " + GROUPING_HELP,
     columns=SUMMARY_COLUMNS,
     compute=usage_summary,
-    reads=("memory_usage", "runtime", "callchains"),
-    options=(Option("usage-mode", "choice", "What to sum: allocated or unreleased bytes or counts.",
-                    "unreleased-size", choices=SUMMARY_MODES), FIRST_GROUP),
+    reads=READS,
+    options=SummaryOptions,
     share="Memory Usage",
 )
 
@@ -152,9 +170,8 @@ DETAIL = Rule(
          "in time order. " + GROUPING_HELP,
     columns=DETAIL_COLUMNS,
     compute=usage_detail,
-    reads=("memory_usage", "runtime", "callchains"),
-    options=(Option("usage-mode", "choice", "'unreleased' allocations or 'all' allocations and frees.",
-                    "unreleased", choices=("all", "unreleased")), FIRST_GROUP),
+    reads=READS,
+    options=DetailOptions,
 )
 
 RULES = [SUMMARY, DETAIL]

@@ -6,22 +6,35 @@ next sample of the same device and metric (the last sample's duration is ``-``).
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from asysstats.analysis.activity import row_index
-from asysstats.analysis.declarations import DEVICE, ROWS, Option, Rule
+from asysstats.analysis.declarations import DEVICE, ROWS, Option, Options, Rule
 from asysstats.analysis.inputs import Inputs
+from asysstats.analysis.kernels import on_devices
 from asysstats.compute.distinct import distinct, narrowed
 from asysstats.compute.grouped import group_by
-from asysstats.core.columns import DECIMAL, INT, TEXT, Column
+from asysstats.core.columns import DECIMAL, INT, TEXT, Column, Frame
 from asysstats.core.regexes import search
 from asysstats.core.result import Gathered
 from asysstats.core.tables import NA
-from asysstats.rules.kernels import on_devices
+
+if TYPE_CHECKING:
+    import regex
 
 METRICS = Option("metrics", "regex", "Only metrics whose name matches this regular expression (default: all).")
+READS = {"metrics": ("deviceId", "start", "end", "metricId", "value"), "metric_info": ("metricId", "metricName", "unit")}
+
+
+@dataclass(frozen=True)
+class TraceOptions(Options):
+    rows: int | None = ROWS.field()
+    device: tuple[int, ...] | None = DEVICE.field()
+    metrics: "regex.Pattern | None" = METRICS.field()
+
 COLUMNS = (
     Column("Device ID", INT, "PPU device identifier"),
     Column("Start (ns)", INT, "Sample start timestamp"),
@@ -45,16 +58,16 @@ def sample_durations(samples) -> np.ndarray:
     return np.where(samples["end"] >= samples["start"], samples["end"] - samples["start"], to_next)
 
 
-def metric_trace(inputs: Inputs, options: Mapping[str, Any]) -> dict:
-    samples = on_devices(inputs.table("metrics", ("deviceId", "start", "end", "metricId", "value")), options["device"])
-    info = inputs.table("metric_info", ("metricId", "metricName", "unit"))
+def metric_trace(inputs: Inputs, options: TraceOptions) -> Frame:
+    samples = on_devices(inputs.table("metrics"), options.device)
+    info = inputs.table("metric_info")
     slot = row_index([info["metricId"]], [samples["metricId"]])  # each sample's row of info, and
     slot[slot < 0] = info.rows  # past them for a metric it lacks: its name and unit are missing (-1)
     slot = narrowed(slot, info.rows + 1)
     names, units = (np.append(info[column], -1) for column in ("metricName", "unit"))
     durations = sample_durations(samples)
-    if options["metrics"] is not None:
-        pattern, where = options["metrics"], "rule 'ppu_metric_trace': option 'metrics'"
+    if options.metrics is not None:
+        pattern, where = options.metrics, "rule 'ppu_metric_trace': option 'metrics'"
         uniq = distinct(names)[0]
         chosen = [u for u, t in zip(uniq.tolist(), inputs.strings.lookup(uniq)) if t and search(pattern, t, where)]
         keep = np.isin(names, np.asarray(chosen, dtype=np.int64))[slot]
@@ -62,9 +75,9 @@ def metric_trace(inputs: Inputs, options: Mapping[str, Any]) -> dict:
     order = np.lexsort((samples["metricId"], samples["deviceId"], inputs.strings.sort_rank(names)[slot],
                         samples["start"]))
     info_rows = slot[order]  # names and units are gathered through each sample's row of info
-    return dict(zip((c.name for c in COLUMNS), (
-        Gathered(samples["deviceId"], order), Gathered(samples["start"], order), Gathered(durations, order),
-        Gathered(names, info_rows), Gathered(samples["value"], order), Gathered(units, info_rows))))
+    return {"Device ID": Gathered(samples["deviceId"], order), "Start (ns)": Gathered(samples["start"], order),
+            "Duration (ns)": Gathered(durations, order), "Name": Gathered(names, info_rows),
+            "Value": Gathered(samples["value"], order), "Unit": Gathered(units, info_rows)}
 
 
 METRIC_TRACE = Rule(
@@ -73,8 +86,8 @@ METRIC_TRACE = Rule(
     help="One row per PPU device, metric and sampling time, in ascending order of time.",
     columns=COLUMNS,
     compute=metric_trace,
-    reads=("metrics", "metric_info"),
-    options=(ROWS, DEVICE, METRICS),
+    reads=READS,
+    options=TraceOptions,
 )
 
 RULES = [METRIC_TRACE]

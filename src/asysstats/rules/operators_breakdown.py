@@ -10,23 +10,86 @@ and ``Instances`` columns describe the row's kernel (the reference example's hea
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from asysstats.analysis.declarations import NAME_OPTIONS, NO_GRAPH_MAPPING, ROWS, Rule, name_mode
+from asysstats.analysis.declarations import (
+    BASE,
+    DEVICE,
+    MANGLED,
+    NO_GRAPH_MAPPING,
+    RANGE_EXCLUDE,
+    RANGE_INCLUDE,
+    ROWS,
+    Options,
+    Rule,
+    name_mode,
+)
 from asysstats.analysis.inputs import Inputs
-from asysstats.analysis.operators.analysis import Analysis, analyse
-from asysstats.analysis.operators.common import ALL_MERGES, OP, READS, REQUIRES, SCOPE, order_by
+from asysstats.analysis.operators.analysis import READS, Analysis, analyse
+from asysstats.analysis.operators.common import (
+    FLASH_MERGE,
+    GEMM_MERGE,
+    MOE_MERGE,
+    OP,
+    PCCL_MERGE,
+    PREFILL_DECODE,
+    PYTORCH_MERGE,
+    REQUIRES,
+    AnalysisOptions,
+    order_by,
+)
 from asysstats.analysis.operators.layers import Breakdown, breakdown
 from asysstats.analysis.operators.model import peak_arrays
 from asysstats.compute.intervals import set_difference
-from asysstats.core.columns import INT, PERCENT, TEXT, Column
+from asysstats.core.columns import INT, PERCENT, TEXT, Column, Frame
 from asysstats.core.tables import NA
+
+if TYPE_CHECKING:
+    import regex
 
 ORDERS = ("time", "avg", "instances", "name")
 LEVEL_ORDER = "at every level, by time, avg or instances descending, or by name ascending"
 NS = 1e-9
+LEVEL_ORDER_BY = order_by(ORDERS, "time", LEVEL_ORDER)
+
+
+@dataclass(frozen=True)
+class KernelBreakdownOptions(Options):
+    rows: int | None = ROWS.field()
+    device: tuple[int, ...] | None = DEVICE.field()
+    range_include: "tuple[regex.Pattern, ...] | None" = RANGE_INCLUDE.field()
+    range_exclude: "tuple[regex.Pattern, ...] | None" = RANGE_EXCLUDE.field()
+    base: bool = BASE.field()
+    mangled: bool = MANGLED.field()
+    op: tuple[str, ...] | None = OP.field()
+    order_by: str = LEVEL_ORDER_BY.field()
+    no_graph_mapping: bool = NO_GRAPH_MAPPING.field()
+    no_merge_flash_attention_prefill_decode_operator: bool = PREFILL_DECODE.field()
+    no_merge_flash_attention_parameter: bool = FLASH_MERGE.field()
+    no_merge_communication_parameter: bool = PCCL_MERGE.field()
+    no_merge_moe_parameter: bool = MOE_MERGE.field()
+    no_merge_pytorch_parameter: bool = PYTORCH_MERGE.field()
+    no_merge_gemm_parameter: bool = GEMM_MERGE.field()
+
+
+@dataclass(frozen=True)
+class BreakdownOptions(Options):
+    rows: int | None = ROWS.field()
+    device: tuple[int, ...] | None = DEVICE.field()
+    range_include: "tuple[regex.Pattern, ...] | None" = RANGE_INCLUDE.field()
+    range_exclude: "tuple[regex.Pattern, ...] | None" = RANGE_EXCLUDE.field()
+    op: tuple[str, ...] | None = OP.field()
+    order_by: str = LEVEL_ORDER_BY.field()
+    no_graph_mapping: bool = NO_GRAPH_MAPPING.field()
+    no_merge_flash_attention_prefill_decode_operator: bool = PREFILL_DECODE.field()
+    no_merge_flash_attention_parameter: bool = FLASH_MERGE.field()
+    no_merge_communication_parameter: bool = PCCL_MERGE.field()
+    no_merge_moe_parameter: bool = MOE_MERGE.field()
+    no_merge_pytorch_parameter: bool = PYTORCH_MERGE.field()
+    no_merge_gemm_parameter: bool = GEMM_MERGE.field()
 
 
 def level_keys(inputs: Inputs, level: dict[str, np.ndarray], how: str) -> tuple[np.ndarray, np.ndarray]:
@@ -56,13 +119,13 @@ def percent(time: np.ndarray, total: float) -> np.ndarray:
     return 100.0 * np.asarray(time, np.float64) / total if total > 0 else np.full(len(time), np.nan)
 
 
-def kernel_breakdown(inputs: Inputs, options: Mapping[str, Any]) -> dict:
-    b = breakdown(analyse(inputs, options, name_mode(options)))
+def kernel_breakdown(inputs: Inputs, options: KernelBreakdownOptions) -> Frame:
+    b = breakdown(analyse(inputs, options.like(AnalysisOptions), name_mode(options)))
     empty = set_difference(np.arange(len(b.l["f"])), b.k["l"])  # library groups without kernels (Idle)
     l_of = np.r_[b.k["l"], empty].astype(np.int64)
     k_of = np.r_[np.arange(len(b.k["l"])), np.full(len(empty), -1)].astype(np.int64)
     f_of = b.l["f"][l_of]
-    order = nested_order(inputs, b, f_of, l_of, k_of, options.get("order-by") or "time")
+    order = nested_order(inputs, b, f_of, l_of, k_of, options.order_by)
     f_of, l_of, k_of = f_of[order], l_of[order], k_of[order]
     has = k_of >= 0
     k = np.maximum(k_of, 0)
@@ -103,8 +166,7 @@ KERNEL_BREAKDOWN = Rule(
     compute=kernel_breakdown,
     reads=READS,
     requires=REQUIRES,
-    options=(ROWS,) + SCOPE + NAME_OPTIONS + (OP, order_by(ORDERS, "time", LEVEL_ORDER), NO_GRAPH_MAPPING)
-    + ALL_MERGES,
+    options=KernelBreakdownOptions,
     share="Kernel Time (%)",
 )
 
@@ -124,12 +186,12 @@ def library_utilisation(inputs: Inputs, an: Analysis, b: Breakdown) -> dict[str,
     return out
 
 
-def op_breakdown(inputs: Inputs, options: Mapping[str, Any]) -> dict:
-    an = analyse(inputs, options)
+def op_breakdown(inputs: Inputs, options: BreakdownOptions) -> Frame:
+    an = analyse(inputs, options.like(AnalysisOptions))
     b = breakdown(an)
     l_of = np.arange(len(b.l["f"]))
     f_of = b.l["f"]
-    order = nested_order(inputs, b, f_of, l_of, None, options.get("order-by") or "time")
+    order = nested_order(inputs, b, f_of, l_of, None, options.order_by)
     f_of, l_of = f_of[order], l_of[order]
     util = library_utilisation(inputs, an, b)
     frame = {
@@ -168,7 +230,7 @@ OP_BREAKDOWN = Rule(
     compute=op_breakdown,
     reads=READS,
     requires=REQUIRES,
-    options=(ROWS,) + SCOPE + (OP, order_by(ORDERS, "time", LEVEL_ORDER), NO_GRAPH_MAPPING) + ALL_MERGES,
+    options=BreakdownOptions,
     share="Library Time (%)",
 )
 

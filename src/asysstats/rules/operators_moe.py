@@ -12,19 +12,33 @@ follow :mod:`asysstats.analysis.operators.model` with GEMM times averaged per in
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from asysstats.analysis.declarations import NO_GRAPH_MAPPING, ROWS, Rule
+from asysstats.analysis.declarations import DEVICE, NO_GRAPH_MAPPING, RANGE_EXCLUDE, RANGE_INCLUDE, ROWS, Options, Rule
 from asysstats.analysis.inputs import Inputs
-from asysstats.analysis.operators.analysis import Analysis, analyse, instance_ids
+from asysstats.analysis.operators.analysis import READS, Analysis, analyse, instance_ids
 from asysstats.analysis.operators.catalog import GEMM, MOE
-from asysstats.analysis.operators.common import MOE_MERGE, READS, REQUIRES, SCOPE, sorted_order
+from asysstats.analysis.operators.common import MOE_MERGE, REQUIRES, AnalysisOptions, sorted_order
 from asysstats.analysis.operators.model import DEFAULT_FIELD, moe_work, peak_arrays
 from asysstats.compute.grouped import group_by, grouped_stats, share_percent
 from asysstats.compute.intervals import enclosing_pairs, set_difference
-from asysstats.core.columns import INT, PERCENT, TEXT, Column
+from asysstats.core.columns import INT, PERCENT, TEXT, Column, Frame
+
+if TYPE_CHECKING:
+    import regex
+
+
+@dataclass(frozen=True)
+class MoeOptions(Options):
+    rows: int | None = ROWS.field()
+    device: tuple[int, ...] | None = DEVICE.field()
+    range_include: "tuple[regex.Pattern, ...] | None" = RANGE_INCLUDE.field()
+    range_exclude: "tuple[regex.Pattern, ...] | None" = RANGE_EXCLUDE.field()
+    no_graph_mapping: bool = NO_GRAPH_MAPPING.field()
+    no_merge_moe_parameter: bool = MOE_MERGE.field()
 
 NS = 1e-9
 
@@ -58,8 +72,8 @@ def gemm_units(an: Analysis) -> np.ndarray:
     return unit
 
 
-def moe_frame(inputs: Inputs, options: Mapping[str, Any]) -> dict:
-    an = analyse(inputs, {**options, "op": None})
+def moe_frame(inputs: Inputs, options: MoeOptions) -> Frame:
+    an = analyse(inputs, options.like(AnalysisOptions))
     acts, pairs = an.acts, an.pairs
     rows = moe_ranges(an)
     member = np.isin(pairs.range_row, rows) & (acts["kind"][pairs.activity_row] == 0)
@@ -164,7 +178,7 @@ MOE_SUM = Rule(
     compute=moe_frame,
     reads=READS,
     requires=REQUIRES,
-    options=(ROWS,) + SCOPE + (NO_GRAPH_MAPPING, MOE_MERGE),
+    options=MoeOptions,
     share="Total Time (ns)",
 )
 

@@ -9,22 +9,72 @@ the printed columns their frames hold ``OP Key`` (the merge key's string id).
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from asysstats.analysis.declarations import NO_GRAPH_MAPPING, ROWS, Rule
+from asysstats.analysis.declarations import DEVICE, NO_GRAPH_MAPPING, RANGE_EXCLUDE, RANGE_INCLUDE, ROWS, Options, Rule
 from asysstats.analysis.inputs import Inputs
-from asysstats.analysis.operators.analysis import analyse
-from asysstats.analysis.operators.common import ALL_MERGES, OP, READS, REQUIRES, SCOPE, order_by, sorted_order
+from asysstats.analysis.operators.analysis import READS, analyse
+from asysstats.analysis.operators.common import (
+    FLASH_MERGE,
+    GEMM_MERGE,
+    MOE_MERGE,
+    OP,
+    PCCL_MERGE,
+    PREFILL_DECODE,
+    PYTORCH_MERGE,
+    REQUIRES,
+    AnalysisOptions,
+    order_by,
+    sorted_order,
+)
 from asysstats.analysis.operators.instances import flat_instances, group_instances, utilisation
 from asysstats.compute.grouped import share_percent
-from asysstats.core.columns import INT, PERCENT, TEXT, Column
+from asysstats.core.columns import INT, PERCENT, TEXT, Column, Frame
+
+if TYPE_CHECKING:
+    import regex
 
 SUM_ORDER = {"total": "Total Time (ns)", "instances": "Instances", "avg": "Avg (ns)", "med": "Med (ns)",
              "min": "Min (ns)", "max": "Max (ns)", "stddev": "StdDev (ns)", "active": "PPU Active Time (ns)",
              "compute": "Compute Util (%)", "load": "HBM Load Util (%)", "store": "HBM Store Util (%)",
              "name": "OP Name", "type": "OP Type"}
+SUM_ORDER_BY = order_by(SUM_ORDER, "total", "by that column, descending (name and type: ascending)")
+
+
+@dataclass(frozen=True)
+class SumOptions(Options):
+    rows: int | None = ROWS.field()
+    device: tuple[int, ...] | None = DEVICE.field()
+    range_include: "tuple[regex.Pattern, ...] | None" = RANGE_INCLUDE.field()
+    range_exclude: "tuple[regex.Pattern, ...] | None" = RANGE_EXCLUDE.field()
+    op: tuple[str, ...] | None = OP.field()
+    order_by: str = SUM_ORDER_BY.field()
+    no_graph_mapping: bool = NO_GRAPH_MAPPING.field()
+    no_merge_flash_attention_prefill_decode_operator: bool = PREFILL_DECODE.field()
+    no_merge_flash_attention_parameter: bool = FLASH_MERGE.field()
+    no_merge_communication_parameter: bool = PCCL_MERGE.field()
+    no_merge_moe_parameter: bool = MOE_MERGE.field()
+    no_merge_pytorch_parameter: bool = PYTORCH_MERGE.field()
+    no_merge_gemm_parameter: bool = GEMM_MERGE.field()
+
+
+@dataclass(frozen=True)
+class TypeSumOptions(Options):
+    rows: int | None = ROWS.field()
+    device: tuple[int, ...] | None = DEVICE.field()
+    range_include: "tuple[regex.Pattern, ...] | None" = RANGE_INCLUDE.field()
+    range_exclude: "tuple[regex.Pattern, ...] | None" = RANGE_EXCLUDE.field()
+    op: tuple[str, ...] | None = OP.field()
+    no_graph_mapping: bool = NO_GRAPH_MAPPING.field()
+    no_merge_flash_attention_prefill_decode_operator: bool = PREFILL_DECODE.field()
+    no_merge_flash_attention_parameter: bool = FLASH_MERGE.field()
+    no_merge_communication_parameter: bool = PCCL_MERGE.field()
+    no_merge_moe_parameter: bool = MOE_MERGE.field()
+    no_merge_pytorch_parameter: bool = PYTORCH_MERGE.field()
+    no_merge_gemm_parameter: bool = GEMM_MERGE.field()
 
 
 def ratio(part: np.ndarray, whole: np.ndarray) -> np.ndarray:
@@ -33,8 +83,8 @@ def ratio(part: np.ndarray, whole: np.ndarray) -> np.ndarray:
         return np.where(whole > 0, 100.0 * np.asarray(part, dtype=np.float64) / whole, np.nan)
 
 
-def op_sum_frame(inputs: Inputs, options: Mapping[str, Any]) -> dict:
-    an = analyse(inputs, options)
+def op_sum_frame(inputs: Inputs, options: SumOptions) -> Frame:
+    an = analyse(inputs, options.like(AnalysisOptions))
     inst = flat_instances(an)
     t = inst.table
     groups = group_instances(an, inst, [t["type"], t["key"]])
@@ -48,7 +98,7 @@ def op_sum_frame(inputs: Inputs, options: Mapping[str, Any]) -> dict:
         "StdDev (ns)": s["std"], "Compute Util (%)": util["flops"], "HBM Load Util (%)": util["load"],
         "HBM Store Util (%)": util["store"], "OP Name": t["display"][groups.first], "OP Key": groups.keys[1],
     }
-    key = options.get("order-by") or "total"
+    key = options.order_by
     column = SUM_ORDER[key]
     if key in ("name", "type"):
         order = sorted_order(inputs.strings, inputs.strings.sort_rank(frame[column]), False, frame["OP Name"],
@@ -88,14 +138,13 @@ OP_SUM = Rule(
     compute=op_sum_frame,
     reads=READS,
     requires=REQUIRES,
-    options=(ROWS,) + SCOPE + (OP, order_by(SUM_ORDER, "total", "by that column, descending (name and type: "
-                                            "ascending)"), NO_GRAPH_MAPPING) + ALL_MERGES,
+    options=SumOptions,
     share="Total Time (ns)",
 )
 
 
-def type_sum_frame(inputs: Inputs, options: Mapping[str, Any]) -> dict:
-    an = analyse(inputs, options)
+def type_sum_frame(inputs: Inputs, options: TypeSumOptions) -> Frame:
+    an = analyse(inputs, options.like(AnalysisOptions))
     inst = flat_instances(an)
     t = inst.table
     if t.rows == 0:
@@ -150,7 +199,7 @@ TYPE_SUM = Rule(
     compute=type_sum_frame,
     reads=READS,
     requires=REQUIRES,
-    options=(ROWS,) + SCOPE + (OP, NO_GRAPH_MAPPING) + ALL_MERGES,
+    options=TypeSumOptions,
     share="Total Time (ns)",
 )
 

@@ -9,20 +9,35 @@ then memset rows of the report (see :mod:`asysstats.analysis.operators.activitie
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from asysstats.analysis.declarations import NO_GRAPH_MAPPING, ROWS, Rule
+from asysstats.analysis.declarations import DEVICE, NO_GRAPH_MAPPING, RANGE_EXCLUDE, RANGE_INCLUDE, ROWS, Options, Rule
 from asysstats.analysis.inputs import Inputs
-from asysstats.analysis.operators.analysis import analyse
-from asysstats.analysis.operators.common import OP, PREFILL_DECODE, READS, REQUIRES, SCOPE
+from asysstats.analysis.operators.analysis import READS, analyse
+from asysstats.analysis.operators.common import OP, PREFILL_DECODE, REQUIRES, AnalysisOptions
 from asysstats.analysis.operators.instances import flat_instances
-from asysstats.core.columns import INT, TEXT, Column
+from asysstats.core.columns import INT, TEXT, Column, Frame
+
+if TYPE_CHECKING:
+    import regex
 
 
-def op_trace(inputs: Inputs, options: Mapping[str, Any]) -> dict:
-    an = analyse(inputs, options)
+@dataclass(frozen=True)
+class TraceOptions(Options):
+    rows: int | None = ROWS.field()
+    device: tuple[int, ...] | None = DEVICE.field()
+    range_include: "tuple[regex.Pattern, ...] | None" = RANGE_INCLUDE.field()
+    range_exclude: "tuple[regex.Pattern, ...] | None" = RANGE_EXCLUDE.field()
+    op: tuple[str, ...] | None = OP.field()
+    no_graph_mapping: bool = NO_GRAPH_MAPPING.field()
+    no_merge_flash_attention_prefill_decode_operator: bool = PREFILL_DECODE.field()
+
+
+def op_trace(inputs: Inputs, options: TraceOptions) -> Frame:
+    an = analyse(inputs, options.like(AnalysisOptions))
     inst = flat_instances(an)
     ops, act, own, acts = inst.table, inst.act, inst.label, an.acts
     order = np.lexsort((acts["aid"][act], acts["start"][act], ops["opid"][own], ops["start"][own]))
@@ -62,7 +77,7 @@ OP_TRACE = Rule(
     compute=op_trace,
     reads=READS,
     requires=REQUIRES,
-    options=(ROWS,) + SCOPE + (OP, NO_GRAPH_MAPPING, PREFILL_DECODE),
+    options=TraceOptions,
 )
 
 RULES = [OP_TRACE]

@@ -9,23 +9,53 @@ in descending total time; see :mod:`asysstats.analysis.operators.unittest_gen`.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from asysstats.analysis.declarations import NO_GRAPH_MAPPING, Rule
+from asysstats.analysis.declarations import DEVICE, NO_GRAPH_MAPPING, RANGE_EXCLUDE, RANGE_INCLUDE, Options, Rule
 from asysstats.analysis.inputs import Inputs
-from asysstats.analysis.operators.analysis import analyse
-from asysstats.analysis.operators.common import ALL_MERGES, OP, READS, REQUIRES, SCOPE, sorted_order
+from asysstats.analysis.operators.analysis import READS, analyse
+from asysstats.analysis.operators.common import (
+    FLASH_MERGE,
+    GEMM_MERGE,
+    MOE_MERGE,
+    OP,
+    PCCL_MERGE,
+    PREFILL_DECODE,
+    PYTORCH_MERGE,
+    REQUIRES,
+    AnalysisOptions,
+    sorted_order,
+)
 from asysstats.analysis.operators.instances import flat_instances, group_instances
 from asysstats.analysis.operators.unittest_gen import Entry
 from asysstats.analysis.operators.unittest_script import script_lines
-from asysstats.core.columns import TEXT, Column
+from asysstats.core.columns import TEXT, Column, Frame
+
+if TYPE_CHECKING:
+    import regex
 
 
-def operator_entries(inputs: Inputs, options: Mapping[str, Any]) -> list[Entry]:
+@dataclass(frozen=True)
+class UnitTestOptions(Options):
+    device: tuple[int, ...] | None = DEVICE.field()
+    range_include: "tuple[regex.Pattern, ...] | None" = RANGE_INCLUDE.field()
+    range_exclude: "tuple[regex.Pattern, ...] | None" = RANGE_EXCLUDE.field()
+    op: tuple[str, ...] | None = OP.field()
+    no_graph_mapping: bool = NO_GRAPH_MAPPING.field()
+    no_merge_flash_attention_prefill_decode_operator: bool = PREFILL_DECODE.field()
+    no_merge_flash_attention_parameter: bool = FLASH_MERGE.field()
+    no_merge_communication_parameter: bool = PCCL_MERGE.field()
+    no_merge_moe_parameter: bool = MOE_MERGE.field()
+    no_merge_pytorch_parameter: bool = PYTORCH_MERGE.field()
+    no_merge_gemm_parameter: bool = GEMM_MERGE.field()
+
+
+def operator_entries(inputs: Inputs, options: UnitTestOptions) -> list[Entry]:
     """The merged operators in descending total time, with the parameters of their first instance."""
-    an = analyse(inputs, options)
+    an = analyse(inputs, options.like(AnalysisOptions))
     inst = flat_instances(an)
     t = inst.table
     groups = group_instances(an, inst, [t["type"], t["key"]])
@@ -41,9 +71,9 @@ def operator_entries(inputs: Inputs, options: Mapping[str, Any]) -> list[Entry]:
             enumerate(zip(types, names, totals, counts, parsed_index.tolist()), start=1)]
 
 
-def unit_test(inputs: Inputs, options: Mapping[str, Any]) -> dict:
+def unit_test(inputs: Inputs, options: UnitTestOptions) -> Frame:
     entries = operator_entries(inputs, options)
-    lines = script_lines(inputs.report.path.stem, entries) if entries else []
+    lines = script_lines(inputs.path.stem, entries) if entries else []
     return {"Script": np.array(lines, dtype=object)}
 
 
@@ -58,7 +88,7 @@ UNIT_TEST = Rule(
     compute=unit_test,
     reads=READS,
     requires=REQUIRES,
-    options=SCOPE + (OP, NO_GRAPH_MAPPING) + ALL_MERGES,
+    options=UnitTestOptions,
 )
 
 RULES = [UNIT_TEST]

@@ -2,23 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping
-
-from asysstats.analysis.declarations import ROWS, Rule
+from asysstats.analysis.declarations import Rows, RowsOptions, Rule, Summary
 from asysstats.analysis.inputs import Inputs
-from asysstats.analysis.summary import Rows, Summary, keyed_frame, stat_columns
+from asysstats.analysis.summary import StatColumns, keyed_frame
 from asysstats.core.columns import TEXT, Column
 
-SUM_COLUMNS = stat_columns("calls to this function", count="Num Calls") + (
-    Column("Name", TEXT, "Name of the function"),)
+STATS = StatColumns.of("calls to this function", count="Num Calls")
+SUM_COLUMNS = STATS.columns + (Column("Name", TEXT, "Name of the function"),)
+READ = ("start", "end", "nameId")
 
 
-def osrt_sum_rows(inputs: Inputs, options: Mapping[str, Any]) -> Rows:
-    calls = inputs.table("osrt", ("start", "end", "nameId"))
+def osrt_sum_rows(inputs: Inputs, options: RowsOptions) -> Rows:
+    calls = inputs.table("osrt", READ)
     return Rows((inputs.strings.map_coded(calls["nameId"], str),), calls["end"] - calls["start"])
 
 
-SUMMARY = Summary(osrt_sum_rows, keyed_frame(SUM_COLUMNS, "Name"))
+SUMMARY = Summary(osrt_sum_rows, keyed_frame(STATS, "Name"))
 
 
 OSRT_SUM = Rule(
@@ -28,8 +27,8 @@ OSRT_SUM = Rule(
          "'Time (%)' is the share of the total of all calls in the table.",
     columns=SUM_COLUMNS,
     compute=SUMMARY.compute,
-    reads=("osrt",),
-    options=(ROWS,),
+    reads={"osrt": READ},
+    options=RowsOptions,
     share="Time (%)",
 )
 

@@ -10,22 +10,22 @@ Zero-length kernels never run and are ignored.
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping
 
 import numpy as np
 
-from asysstats.analysis.declarations import DEVICE, HGTX_NAME, NAME_OPTIONS, ROWS, Rule
+from asysstats.analysis.declarations import Rule, merged_reads, name_mode
 from asysstats.analysis.inputs import Inputs
+from asysstats.analysis.kernels import KERNEL_COLUMNS, KERNEL_NAME_READS, KernelOptions, kernel_names, on_devices
 from asysstats.analysis.names import demangle
 from asysstats.compute.distinct import distinct
 from asysstats.compute.grouped import group_by, grouped_stats, percentile_sorted, share_percent
 from asysstats.compute.intervals import overlap_components
-from asysstats.core.columns import INT, PERCENT, TEXT, Column
+from asysstats.core.columns import INT, PERCENT, TEXT, Column, Frame
 from asysstats.core.strings import StringPool
 from asysstats.core.tables import EventTable
-from asysstats.rules.kernels import KERNEL_COLUMNS, kernel_names, on_devices
 
 PCCL_KERNEL = re.compile(r"\s*(?:void\s+)?(?:pccl|nccl)", re.IGNORECASE)
+READS = merged_reads({"kernels": KERNEL_COLUMNS}, KERNEL_NAME_READS)
 
 
 def pccl_mask(pool: StringPool, kernels: EventTable) -> np.ndarray:
@@ -41,12 +41,12 @@ def pccl_mask(pool: StringPool, kernels: EventTable) -> np.ndarray:
     return out
 
 
-def communications(inputs: Inputs, options: Mapping[str, Any]) -> EventTable:
+def communications(inputs: Inputs, options: KernelOptions) -> EventTable:
     """One row per communication: start, end, overlap, rate (%), kernel statistics, name
     and the kernel that starts last (ties: higher device, then higher correlation id)."""
-    kernels = on_devices(inputs.table("kernels", KERNEL_COLUMNS), options["device"])
+    kernels = on_devices(inputs.table("kernels", KERNEL_COLUMNS), options.device)
     kernels = kernels.take(pccl_mask(inputs.strings, kernels) & (kernels["end"] > kernels["start"]))
-    names = kernel_names(inputs, kernels, options)
+    names = kernel_names(inputs, kernels, name_mode(options), options.hgtx_name)
     start, end = kernels["start"], kernels["end"]
     comp = overlap_components(names, start, end)
     groups = group_by([comp])
@@ -67,7 +67,6 @@ def communications(inputs: Inputs, options: Mapping[str, Any]) -> EventTable:
     })
 
 
-OPTIONS = (ROWS, HGTX_NAME) + NAME_OPTIONS + (DEVICE,)
 TRACE_COLUMNS = (
     Column("Start (ns)", INT, "Start time of the PCCL communication"),
     Column("Duration (ns)", INT, "Elapsed duration of the PCCL communication (first start to last end)"),
@@ -82,14 +81,16 @@ TRACE_COLUMNS = (
     Column("Instances", INT, "Number of kernels in this PCCL communication"),
     Column("Kernel Name", TEXT, "Name of the PCCL kernel"),
 )
-TRACE_FIELDS = ("start", "duration", "overlap", "rate", "last_pid", "last_device", "last_kernel",
-                "max", "min", "avg", "count", "name")
+TRACE_FIELDS = {"Start (ns)": "start", "Duration (ns)": "duration", "Overlap (ns)": "overlap",
+                "Desync Rate (%)": "rate", "Last Process": "last_pid", "Last Device": "last_device",
+                "Last Kernel": "last_kernel", "Max Duration (ns)": "max", "Min Duration (ns)": "min",
+                "Avg Duration (ns)": "avg", "Instances": "count", "Kernel Name": "name"}  # column -> field
 
 
-def desync_trace(inputs: Inputs, options: Mapping[str, Any]) -> dict:
+def desync_trace(inputs: Inputs, options: KernelOptions) -> Frame:
     comms = communications(inputs, options)
     order = np.lexsort((comms["start"], inputs.strings.sort_rank(comms["name"]), -comms["rate"]))
-    return {c.name: comms[f][order] for c, f in zip(TRACE_COLUMNS, TRACE_FIELDS)}
+    return {column: comms[field][order] for column, field in TRACE_FIELDS.items()}
 
 
 SUMMARY_COLUMNS = (
@@ -107,16 +108,18 @@ SUMMARY_COLUMNS = (
 )
 
 
-def desync_summary(inputs: Inputs, options: Mapping[str, Any]) -> dict:
+def desync_summary(inputs: Inputs, options: KernelOptions) -> Frame:
     comms = communications(inputs, options)
     groups, stats = grouped_stats([comms["name"]], comms["rate"])
     p90 = percentile_sorted(groups, comms["rate"], 90)
     total = groups.reduce(np.add, comms["duration"])
     order = np.lexsort((inputs.strings.sort_rank(groups.keys[0]), -total))
-    values = [share_percent(total, float(total.sum())), stats["count"], stats["mean"], stats["median"], p90,
-              stats["min"], stats["max"], stats["std"], total, groups.reduce(np.add, comms["overlap"]),
-              groups.keys[0]]
-    return {c.name: v[order] for c, v in zip(SUMMARY_COLUMNS, values)}
+    values = {"Time (%)": share_percent(total, float(total.sum())), "Count": stats["count"],
+              "Desync Avg (%)": stats["mean"], "Desync Med (%)": stats["median"], "Desync P90 (%)": p90,
+              "Desync Min (%)": stats["min"], "Desync Max (%)": stats["max"], "Desync StdDev (%)": stats["std"],
+              "Total Duration (ns)": total, "Total Overlap (ns)": groups.reduce(np.add, comms["overlap"]),
+              "Kernel Name": groups.keys[0]}
+    return {column: v[order] for column, v in values.items()}
 
 
 COMMON_HELP = ("PCCL kernels (names starting with pccl or nccl) of one name whose executions overlap, "
@@ -130,8 +133,8 @@ DESYNC_TRACE = Rule(
                        "the correlation id of the kernel that starts last.",
     columns=TRACE_COLUMNS,
     compute=desync_trace,
-    reads=("kernels",),
-    options=OPTIONS,
+    reads=READS,
+    options=KernelOptions,
 )
 
 DESYNC_SUMMARY = Rule(
@@ -141,8 +144,8 @@ DESYNC_SUMMARY = Rule(
                        "duration; 'Time (%)' is the share of the total duration of all listed communications.",
     columns=SUMMARY_COLUMNS,
     compute=desync_summary,
-    reads=("kernels",),
-    options=OPTIONS,
+    reads=READS,
+    options=KernelOptions,
     share="Time (%)",
 )
 

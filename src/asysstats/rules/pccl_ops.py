@@ -13,35 +13,58 @@ Trans Size sums the bytes each rank moves (docs/decisions.md D22); bandwidth = s
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from asysstats.analysis.correlate import correlate
-from asysstats.analysis.declarations import DEVICE, NO_GRAPH_MAPPING, RANGE_EXCLUDE, RANGE_INCLUDE, ROWS, Rule
-from asysstats.analysis.hgtx import all_ranges, name_filter
+from asysstats.analysis.correlate import CORRELATE_READS, correlate
+from asysstats.analysis.declarations import (
+    DEVICE,
+    NO_GRAPH_MAPPING,
+    RANGE_EXCLUDE,
+    RANGE_INCLUDE,
+    ROWS,
+    Options,
+    Rule,
+    merged_reads,
+)
+from asysstats.analysis.hgtx import HGTX_READS, all_ranges, name_filter
 from asysstats.analysis.inputs import Inputs
+from asysstats.analysis.kernels import on_devices
 from asysstats.analysis.pccl import annotations, rank_bytes
 from asysstats.compute.grouped import group_by
-from asysstats.core.columns import INT, PERCENT, TEXT, Column
+from asysstats.core.columns import INT, PERCENT, TEXT, Column, Frame
 from asysstats.core.tables import EventTable
-from asysstats.rules.kernels import on_devices
 from asysstats.rules.pccl_desync import pccl_mask
+
+if TYPE_CHECKING:
+    import regex
 
 OP_KERNEL_COLUMNS = ("start", "end", "deviceId", "correlationId", "globalPid", "graphNodeId",
                      "demangledName", "mangledName")
+READS = merged_reads({"kernels": OP_KERNEL_COLUMNS}, HGTX_READS, CORRELATE_READS)
 
 
-def executions(inputs: Inputs, options: Mapping[str, Any]) -> EventTable:
+@dataclass(frozen=True)
+class OpSumOptions(Options):
+    rows: int | None = ROWS.field()
+    device: tuple[int, ...] | None = DEVICE.field()
+    range_include: "tuple[regex.Pattern, ...] | None" = RANGE_INCLUDE.field()
+    range_exclude: "tuple[regex.Pattern, ...] | None" = RANGE_EXCLUDE.field()
+    no_graph_mapping: bool = NO_GRAPH_MAPPING.field()
+
+
+def executions(inputs: Inputs, options: OpSumOptions) -> EventTable:
     """One row per (PCCL kernel, innermost annotation) with the annotation's fields and the
     kernel's ``ordinal`` among the executions of its key, process and device."""
-    report = inputs.report
-    kernels = on_devices(report.load("kernels", OP_KERNEL_COLUMNS), options["device"])
+    kernels = on_devices(inputs.whole("kernels", OP_KERNEL_COLUMNS), options.device)
     kernels = kernels.take(pccl_mask(inputs.strings, kernels))
-    ranges = all_ranges(report)
+    ranges = all_ranges(inputs)
     notes = annotations(inputs.strings, ranges["name"])
-    rows = np.flatnonzero(notes.valid & name_filter(inputs, ranges["name"], options))
-    pairs = correlate(report, ranges.take(rows), kernels, graph_mapping=not options["no-graph-mapping"])
+    rows = np.flatnonzero(notes.valid & name_filter(inputs, ranges["name"], options.range_include,
+                                                    options.range_exclude))
+    pairs = correlate(inputs, ranges.take(rows), kernels, graph_mapping=not options.no_graph_mapping)
     order = np.lexsort((ranges["start"][rows][pairs.range_row], pairs.activity_row))
     act = pairs.activity_row[order]
     innermost = order[np.r_[act[1:] != act[:-1], True]] if len(act) else order
@@ -70,7 +93,7 @@ def device_masks(key: np.ndarray, device: np.ndarray, keys: np.ndarray) -> np.nd
     return np.array([f"0x{masks.get(k, 0):X}" for k in keys.tolist()], dtype=object)
 
 
-def op_sum(inputs: Inputs, options: Mapping[str, Any]) -> dict:
+def op_sum(inputs: Inputs, options: OpSumOptions) -> Frame:
     ex = executions(inputs, options)
     n = ex.rows
     span = ex["end"] - ex["start"]
@@ -89,9 +112,10 @@ def op_sum(inputs: Inputs, options: Mapping[str, Any]) -> dict:
     order = np.lexsort((inputs.strings.sort_rank(name), -trans))
     bandwidth = np.where(trans > 0, size * 1e9 / np.maximum(trans, 1), np.nan)
     percent = np.where(total > 0, 100.0 * trans / np.maximum(total, 1), np.nan)
-    values = [trans, percent, total, ops.size,
-              device_masks(ex["key"], ex["device"], ops.keys[0]), size, bandwidth, name]
-    return {c.name: np.asarray(v)[order] for c, v in zip(COLUMNS, values)}
+    values = {"Trans Time (ns)": trans, "Trans Percent (%)": percent, "Total Time (ns)": total, "Instances": ops.size,
+              "Device Mask": device_masks(ex["key"], ex["device"], ops.keys[0]), "Trans Size (bytes)": size,
+              "Trans Bandwidth (B/s)": bandwidth, "OP Name": name}
+    return {column: np.asarray(v)[order] for column, v in values.items()}
 
 
 COLUMNS = (
@@ -114,8 +138,8 @@ OP_SUM = Rule(
          "point-to-point (Send, Recv): each kernel execution is an instance.",
     columns=COLUMNS,
     compute=op_sum,
-    reads=("kernels", "hgtx"),
-    options=(ROWS, DEVICE, RANGE_INCLUDE, RANGE_EXCLUDE, NO_GRAPH_MAPPING),
+    reads=READS,
+    options=OpSumOptions,
     share="Trans Time (ns)",
 )
 

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping
-
 import numpy as np
 
-from asysstats.analysis.declarations import ROWS, Rule
+from asysstats.analysis.declarations import RowsOptions, Rule
 from asysstats.analysis.inputs import Inputs
-from asysstats.analysis.summary import stat_cells, summarize
-from asysstats.core.columns import INT, TEXT, Column
+from asysstats.analysis.summary import StatColumns, summarize
+from asysstats.core.columns import INT, TEXT, Column, Frame
 
 KEY_COLUMNS = (
     Column("PID", INT, "Process identifier"),
@@ -20,20 +18,20 @@ KEY_COLUMNS = (
     Column("Name", TEXT, "Stage name"),
 )
 # The reference's example header carries no units (docs/decisions.md D6: the example wins).
-STAT_COLUMNS = (
-    Column("Total Time", INT, "Stage total time (ns)"),
-    Column("Instances", INT, "Number of instances"),
-    Column("Avg", INT, "Average of stage duration (ns)"),
-    Column("Med", INT, "Median of stage duration (ns)"),
-    Column("Min", INT, "Minimum of stage duration (ns)"),
-    Column("Max", INT, "Maximum of stage duration (ns)"),
-    Column("Stdev", INT, "Population standard deviation of stage duration (ns)"),
-)
+STATS = StatColumns({
+    "sum": Column("Total Time", INT, "Stage total time (ns)"),
+    "count": Column("Instances", INT, "Number of instances"),
+    "mean": Column("Avg", INT, "Average of stage duration (ns)"),
+    "median": Column("Med", INT, "Median of stage duration (ns)"),
+    "min": Column("Min", INT, "Minimum of stage duration (ns)"),
+    "max": Column("Max", INT, "Maximum of stage duration (ns)"),
+    "std": Column("Stdev", INT, "Population standard deviation of stage duration (ns)"),
+})
+READ = ("start", "end", "globalTid", "deviceId", "channelId", "channelType", "stageNameId")
 
 
-def stage_sum(inputs: Inputs, options: Mapping[str, Any]) -> dict:
-    stages = inputs.table("pccl_stages", ("start", "end", "globalTid", "deviceId", "channelId", "channelType",
-                                          "stageNameId"))
+def stage_sum(inputs: Inputs, options: RowsOptions) -> Frame:
+    stages = inputs.table("pccl_stages", READ)
     pool = inputs.strings
     channel_type = pool.canonical_coded(stages["channelType"])
     type_rank = pool.sort_rank(channel_type.values)  # distinct texts: one rank each, 0 to n - 1
@@ -42,7 +40,7 @@ def stage_sum(inputs: Inputs, options: Mapping[str, Any]) -> dict:
     keys = [pool.canonical_coded(stages["stageNameId"]), stages["pid"], stages["deviceId"], stages["tid"],
             stages["channelId"], channel_type.mapped(type_rank)]  # ties: name, then the keys in column order
     groups, stats, order = summarize(pool, keys, stages["end"] - stages["start"], 0)
-    frame = stat_cells(STAT_COLUMNS, stats, order)
+    frame = STATS.cells(stats, order)
     name, pid, device, tid, channel, rank = (k[order] for k in groups.keys)
     return {"PID": pid, "Device ID": device, "TID": tid, "Channel ID": channel,
             "Channel Type": type_of_rank[rank], "Name": name, **frame}
@@ -53,10 +51,10 @@ STAGE_SUM = Rule(
     title="PCCL Transfer Stage Summary",
     help="Duration of the PCCL proxy transfer stages per process, device, thread, channel, direction "
          "and stage name, in descending order of total stage time.",
-    columns=KEY_COLUMNS + STAT_COLUMNS,
+    columns=KEY_COLUMNS + STATS.columns,
     compute=stage_sum,
-    reads=("pccl_stages",),
-    options=(ROWS,),
+    reads={"pccl_stages": READ},
+    options=RowsOptions,
     share="Total Time",
 )
 

@@ -8,23 +8,37 @@ destination memory kind is lower-case (``Memcpy HtoD (device)``).
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from asysstats.analysis.activity import device_label_ids, kind_label_ids, memcpy_name_ids
-from asysstats.analysis.declarations import HGTX_NAME, NAME_OPTIONS, ROWS, Rule
+from asysstats.analysis.activity import DEVICE_READS, KIND_READS, device_label_ids, kind_label_ids, memcpy_name_ids
+from asysstats.analysis.declarations import BASE, HGTX_NAME, MANGLED, ROWS, Options, Rule, merged_reads, name_mode
 from asysstats.analysis.inputs import Inputs
+from asysstats.analysis.kernels import KERNEL_COLUMNS, KERNEL_NAME_READS, kernel_names
 from asysstats.compute.distinct import Coded, code_type, distinct, tie_order
-from asysstats.core.columns import INT, TEXT, Column
+from asysstats.core.columns import INT, TEXT, Column, Frame
 from asysstats.core.result import Gathered
 from asysstats.core.tables import NA, EventTable
-from asysstats.rules.kernels import KERNEL_COLUMNS, kernel_names
 
 KERNEL_FIELDS = {"GrdX": "gridX", "GrdY": "gridY", "GrdZ": "gridZ", "BlkX": "blockX", "BlkY": "blockY",
                  "BlkZ": "blockZ", "Reg/Trd": "registersPerThread", "StcSMem (bytes)": "staticSharedMemory",
                  "DymSMem (bytes)": "dynamicSharedMemory"}
 COMMON = ("start", "end", "deviceId", "contextId", "streamId", "correlationId")
+KERNEL_READ = KERNEL_COLUMNS + ("contextId", "streamId") + tuple(KERNEL_FIELDS.values())
+MEMCPY_READ = COMMON + ("bytes", "copyKind", "srcKind", "dstKind")
+MEMSET_READ = COMMON + ("bytes", "memKind")
+READS = merged_reads({"kernels": KERNEL_READ, "memcpy": MEMCPY_READ, "memset": MEMSET_READ},
+                     KERNEL_NAME_READS, KIND_READS, DEVICE_READS)
+
+
+@dataclass(frozen=True)
+class TraceOptions(Options):
+    rows: int | None = ROWS.field()
+    hgtx_name: bool = HGTX_NAME.field()
+    base: bool = BASE.field()
+    mangled: bool = MANGLED.field()
 
 COLUMNS = (
     Column("Start (ns)", INT, "Timestamp of start time"),
@@ -77,13 +91,12 @@ def memory_cells(inputs: Inputs, memcpy: EventTable, memset: EventTable) -> dict
     return stacked
 
 
-def ppu_trace(inputs: Inputs, options: Mapping[str, Any]) -> dict:
-    kernels = inputs.table("kernels", KERNEL_COLUMNS + ("contextId", "streamId") + tuple(KERNEL_FIELDS.values()))
-    memcpy = inputs.table("memcpy", COMMON + ("bytes", "copyKind", "srcKind", "dstKind"))
-    memset = inputs.table("memset", COMMON + ("bytes", "memKind"))
+def ppu_trace(inputs: Inputs, options: TraceOptions) -> Frame:
+    kernels = inputs.table("kernels", KERNEL_READ)
+    memcpy, memset = inputs.table("memcpy", MEMCPY_READ), inputs.table("memset", MEMSET_READ)
     tables = (kernels, memcpy, memset)  # stacked in turn: the columns all three have, the others by row
     stacked = {name: np.concatenate([t[name] for t in tables]) for name in COMMON}
-    names = np.concatenate([kernel_names(inputs, kernels, options),
+    names = np.concatenate([kernel_names(inputs, kernels, name_mode(options), options.hgtx_name),
                             memcpy_name_ids(inputs, memcpy["copyKind"], memcpy["dstKind"]),
                             np.repeat(inputs.strings.intern(["Memset"]), memset.rows)])
     order = tie_order(stacked["start"], lambda rows: (
@@ -108,8 +121,8 @@ PPU_TRACE = Rule(
          "'-' marks cells that do not apply. Throughput is bytes / duration in bytes per second.",
     columns=COLUMNS,
     compute=ppu_trace,
-    reads=("kernels", "memcpy", "memset"),
-    options=(ROWS, HGTX_NAME) + NAME_OPTIONS,
+    reads=READS,
+    options=TraceOptions,
     requires=("kernels", "memcpy", "memset"),
 )
 

@@ -27,18 +27,18 @@ the events of the first two checks, and the run notes how many (:mod:`asysstats.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
 from asysstats.analysis.correlate import PPU_KINDS
-from asysstats.analysis.declarations import ROWS, Rule
-from asysstats.analysis.hgtx import all_ranges
-from asysstats.analysis.launches import launch_rows, runtime_calls
+from asysstats.analysis.declarations import RowsOptions, Rule, merged_reads
+from asysstats.analysis.hgtx import HGTX_READS, all_ranges
+from asysstats.analysis.launches import CALL_READS, launch_rows, runtime_calls
 from asysstats.analysis.suspects import TIMED_TABLES, suspects
 from asysstats.compute.distinct import distinct
 from asysstats.compute.keys import pair_key
-from asysstats.core.columns import INT, TEXT, Column
+from asysstats.core.columns import INT, TEXT, Column, Frame
 from asysstats.core.tables import NA, EventTable
 from asysstats.reading.schema import TABLES
 
@@ -51,6 +51,12 @@ CHECKS = ("end before start", "longer than capture", "no launch call", "launch w
           "starts before launch", "outside capture", "broken nesting", "unmatched free")
 
 Finding = tuple[str, str, int, str]  # check, table, count, examples
+ACTIVITY_COLUMNS = ("start", "end", "deviceId", "correlationId", "globalPid")
+CALL_COLUMNS = ("start", "globalTid", "correlationId", "nameId", "returnValue")
+MEMORY_COLUMNS = ("start", "globalPid", "deviceId", "address", "memoryOperationType")
+READS = merged_reads({name: ("start", "end") for name in TIMED_TABLES}, {name: ACTIVITY_COLUMNS for name in PPU_KINDS},
+                     CALL_READS, {"runtime": CALL_COLUMNS, "graph_nodes": ("globalTid", "correlationId"),
+                                  "memory_usage": MEMORY_COLUMNS}, HGTX_READS)
 
 
 def finding(check: str, table: str, selected: np.ndarray, describe: Callable[[int], str]) -> list[Finding]:
@@ -65,7 +71,7 @@ def finding(check: str, table: str, selected: np.ndarray, describe: Callable[[in
 def timing(inputs: "Inputs") -> list[Finding]:
     out = []
     for name in (n for n in TIMED_TABLES if inputs.has(n)):
-        t, found = inputs.report.load(name, ("start", "end")), suspects(inputs, name)
+        t, found = inputs.whole(name, ("start", "end")), suspects(inputs, name)
         s, e = t["start"], t["end"]
         out += finding("end before start", name, found.backwards, lambda r: f"row {r + 1}: start {s[r]}, end {e[r]}")
         out += finding("longer than capture", name, found.longer,
@@ -75,13 +81,13 @@ def timing(inputs: "Inputs") -> list[Finding]:
 
 def launches(inputs: "Inputs") -> list[Finding]:
     """Activities without launch call, or starting before it; launch calls without activity."""
-    report, calls = inputs.report, runtime_calls(inputs.report)
+    calls = runtime_calls(inputs)
     if calls.rows == 0:
         return []
     present = [n for n in PPU_KINDS if inputs.has(n)]
     out, ran = [], []
     for name in present:
-        a = report.load(name, ("start", "deviceId", "correlationId", "globalPid"))
+        a = inputs.whole(name, ("start", "deviceId", "correlationId", "globalPid"))
         ran.append(pair_key(a["pid"], a["correlationId"]))
         launch = launch_rows(calls, a)
         lead = calls["start"][np.maximum(launch, 0)] - a["start"]
@@ -97,10 +103,9 @@ def launches(inputs: "Inputs") -> list[Finding]:
 
 def silent_launches(inputs: "Inputs", ran: list[np.ndarray]) -> list[Finding]:
     """Successful launch calls whose (process, correlationId) no activity or graph node has."""
-    report = inputs.report
-    calls = report.load("runtime", ("start", "globalTid", "correlationId", "nameId", "returnValue"))
+    calls = inputs.whole("runtime", CALL_COLUMNS)
     if inputs.has("graph_nodes"):
-        nodes = report.load("graph_nodes", ("globalTid", "correlationId"))
+        nodes = inputs.whole("graph_nodes", ("globalTid", "correlationId"))
         ran.append(pair_key(nodes["pid"], nodes["correlationId"]))
     uniq, slot = distinct(np.maximum(calls["nameId"], 0))
     names = inputs.strings.lookup(uniq)
@@ -117,12 +122,12 @@ def outside_capture(inputs: "Inputs") -> list[Finding]:
     if not inputs.has("analysis"):
         return []
     lo, hi = inputs.capture_range()
-    for host in (inputs.report.load(n, ("start", "end")) for n in ("runtime", "osrt") if inputs.has(n)):
+    for host in (inputs.whole(n, ("start", "end")) for n in ("runtime", "osrt") if inputs.has(n)):
         if host.rows:
             lo, hi = min(lo, int(host["start"].min())), max(hi, int(host["end"].max()))
     out = []
     for name in (n for n in PPU_KINDS if inputs.has(n)):
-        a = inputs.report.load(name, ("start", "end", "deviceId"))
+        a = inputs.whole(name, ("start", "end", "deviceId"))
         s, e, d = a["start"], np.maximum(a["end"], a["start"]), a["deviceId"]
         out += finding("outside capture", name, (s < lo) | (e > hi),
                        lambda r: f"row {r + 1}: device {d[r]} starts {lo - s[r]} ns before the capture" if s[r] < lo
@@ -141,7 +146,7 @@ def nesting_breaks(ranges: EventTable) -> tuple[np.ndarray, np.ndarray]:
 
 
 def broken_nesting(inputs: "Inputs") -> list[Finding]:
-    ranges = all_ranges(inputs.report)
+    ranges = all_ranges(inputs)
     broken, parent = nesting_breaks(ranges)
     ids, names, s, e = ranges["rangeId"], ranges["name"], ranges["start"], ranges["end"]
 
@@ -157,7 +162,7 @@ def unmatched_frees(inputs: "Inputs") -> list[Finding]:
         return []
     from asysstats.rules.memory_usage import ALLOC, FREE, released_pairs
 
-    mem = inputs.report.load("memory_usage", ("start", "globalPid", "deviceId", "address", "memoryOperationType"))
+    mem = inputs.whole("memory_usage", MEMORY_COLUMNS)
     op = mem["memoryOperationType"]
     rows = np.flatnonzero((op == ALLOC) | (op == FREE))
     m = mem.take(rows)
@@ -167,7 +172,7 @@ def unmatched_frees(inputs: "Inputs") -> list[Finding]:
                              f"(pid {m['pid'][r]}) at {m['start'][r]}")
 
 
-def report_check(inputs: "Inputs", options: Mapping[str, Any]) -> dict:
+def report_check(inputs: "Inputs", options: RowsOptions) -> Frame:
     found = timing(inputs) + launches(inputs) + outside_capture(inputs) + broken_nesting(inputs) \
         + unmatched_frees(inputs)
     found.sort(key=lambda f: CHECKS.index(f[0]))  # stable: tables keep their order within a check
@@ -186,7 +191,7 @@ CHECK = Rule(
              Column("Count", INT, "Number of failing events"),
              Column("Example", TEXT, "Up to three failing rows (1-based row numbers of the table, in stored order)")),
     compute=report_check,
-    reads=TIMED_TABLES + ("memory_usage", "analysis"),
+    reads=READS,
     requires=tuple(TABLES),
-    options=(ROWS,),
+    options=RowsOptions,
 )

@@ -16,21 +16,32 @@ process. A last ``Average`` row holds the mean of each column over the steps.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from asysstats.analysis.correlate import activity_table, correlate, ppu_activities, project
-from asysstats.analysis.declarations import DEVICE, NO_GRAPH_MAPPING, ROWS, Option, Rule
-from asysstats.analysis.hgtx import load_ranges
+from asysstats.analysis.correlate import (
+    ACTIVITY_READS,
+    CORRELATE_READS,
+    activity_table,
+    correlate,
+    ppu_activities,
+    project,
+)
+from asysstats.analysis.declarations import DEVICE, NO_GRAPH_MAPPING, ROWS, Option, Options, Rule, merged_reads
+from asysstats.analysis.hgtx import HGTX_READS, load_ranges
 from asysstats.analysis.inputs import Inputs
+from asysstats.analysis.kernels import KERNEL_COLUMNS
 from asysstats.analysis.names import kernel_name_ids
 from asysstats.compute.intervals import cumulative_cover, difference, distinct_sorted, running_max_by_segment
-from asysstats.core.columns import INT, PERCENT, TEXT, Column
+from asysstats.core.columns import INT, PERCENT, TEXT, Column, Frame
 from asysstats.core.regexes import compile_user_regex
 from asysstats.core.tables import NA, EventTable
-from asysstats.rules.kernels import KERNEL_COLUMNS
 from asysstats.rules.time_breakdown import COMMUNICATION_OPTION, is_communication, name_matches
+
+if TYPE_CHECKING:
+    import regex
 
 RULE_NAME = "hgtx_step_sum"
 AVERAGE = "Average"
@@ -38,6 +49,16 @@ DEFAULT_STEP = compile_user_regex(r"ProfilerStep#\d+", "range")
 STEP_RANGE = Option("range", "regex", "Steps are the HGTX ranges whose name this regex finds "
                     "(default: 'ProfilerStep#\\d+', PyTorch's profiler steps).", None)
 BUCKETS = ("Kernel (ns)", "Memcpy (ns)", "Memset (ns)", "Communication (ns)")
+READS = merged_reads(HGTX_READS, ACTIVITY_READS, {"kernels": KERNEL_COLUMNS}, CORRELATE_READS)
+
+
+@dataclass(frozen=True)
+class StepOptions(Options):
+    rows: int | None = ROWS.field()
+    range: "regex.Pattern | None" = STEP_RANGE.field()
+    communication: "regex.Pattern | None" = COMMUNICATION_OPTION.field()
+    device: tuple[int, ...] | None = DEVICE.field()
+    no_graph_mapping: bool = NO_GRAPH_MAPPING.field()
 
 
 def step_windows(ranges: EventTable, launched_end: np.ndarray, launched: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -62,26 +83,26 @@ def bucket_segments(activities: EventTable, communication: np.ndarray) -> list[t
     return out
 
 
-def communication_mask(inputs: Inputs, activities: EventTable, options: Mapping[str, Any]) -> np.ndarray:
+def communication_mask(inputs: Inputs, activities: EventTable, options: StepOptions) -> np.ndarray:
     """Which rows of ``ppu_activities`` are communication kernels (its kernels come first, in
     the order of :func:`activity_table`)."""
     out = np.zeros(activities.rows, dtype=bool)
     if inputs.has("kernels"):
-        kernels = activity_table(inputs, "kernels", KERNEL_COLUMNS, options["device"])
+        kernels = activity_table(inputs, "kernels", KERNEL_COLUMNS, options.device)
         assert kernels.rows == np.count_nonzero(activities["kind"] == 0)
         names = kernel_name_ids(inputs.strings, kernels, "demangled")
-        out[:kernels.rows] = is_communication(inputs.strings, names, options, RULE_NAME)
+        out[:kernels.rows] = is_communication(inputs.strings, names, options.communication, RULE_NAME)
     return out
 
 
-def step_sum(inputs: Inputs, options: Mapping[str, Any]) -> dict:
+def step_sum(inputs: Inputs, options: StepOptions) -> Frame:
     ranges = load_ranges(inputs)
-    pattern = options.get("range") or DEFAULT_STEP
+    pattern = options.range or DEFAULT_STEP
     ranges = ranges.take(name_matches(inputs.strings, ranges["name"], pattern, f"rule '{RULE_NAME}': option 'range'"))
     ranges = ranges.take(np.lexsort((ranges["end"], ranges["start"], ranges["globalTid"])))
-    activities = ppu_activities(inputs, options["device"])
+    activities = ppu_activities(inputs, options.device)
     communication = communication_mask(inputs, activities, options)
-    proj = project(correlate(inputs.report, ranges, activities, not options["no-graph-mapping"]),
+    proj = project(correlate(inputs, ranges, activities, not options.no_graph_mapping),
                    activities, ranges.rows)
     start, end = step_windows(ranges, proj.end, proj.count > 0)
     times = np.zeros((len(BUCKETS), ranges.rows), np.int64)
@@ -94,7 +115,7 @@ def step_sum(inputs: Inputs, options: Mapping[str, Any]) -> dict:
     step_time = end - start
     frame = {"Step": ranges["name"], "PID": ranges["pid"], "TID": ranges["tid"], "Start (ns)": start,
              "Step Time (ns)": step_time, "Range Time (ns)": ranges["end"] - ranges["start"], "PPU Ops": proj.count,
-             **dict(zip(BUCKETS, times)), "PPU Busy (%)": busy_percent(times.sum(axis=0), step_time)}
+             **dict(zip(BUCKETS, times, strict=True)), "PPU Busy (%)": busy_percent(times.sum(axis=0), step_time)}
     frame = {name: values[order] for name, values in frame.items()}
     return with_average(inputs, frame) if ranges.rows else frame
 
@@ -104,7 +125,7 @@ def busy_percent(busy: np.ndarray, length: np.ndarray) -> np.ndarray:
     return np.divide(busy * 100.0, length, out=np.full(len(busy), np.nan), where=length > 0)
 
 
-def with_average(inputs: Inputs, frame: dict) -> dict:
+def with_average(inputs: Inputs, frame: Frame) -> Frame:
     """``frame`` plus the ``Average`` row: the mean of each time and count column (no PID, TID or
     start) and the busy share of the mean step."""
     out = {"Step": np.append(frame["Step"], inputs.strings.intern([AVERAGE]))}
@@ -145,9 +166,9 @@ STEP_SUM = Rule(
          "then communication kernels ('communication' regex), each without the time of those before it.",
     columns=COLUMNS,
     compute=step_sum,
-    reads=("hgtx", "kernels", "memcpy", "memset", "runtime", "graph_nodes"),
+    reads=READS,
     requires=("hgtx",),
-    options=(ROWS, STEP_RANGE, COMMUNICATION_OPTION, DEVICE, NO_GRAPH_MAPPING),
+    options=StepOptions,
 )
 
 RULES = [STEP_SUM]

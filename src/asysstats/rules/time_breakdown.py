@@ -10,22 +10,22 @@ TraceLens's ``gpu_timeline`` (docs/kineto.md).
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from dataclasses import dataclass
 
 import numpy as np
 import regex
 
-from asysstats.analysis.declarations import DEVICE, Option, Rule
+from asysstats.analysis.declarations import DEVICE, Option, Options, Rule
 from asysstats.analysis.inputs import Inputs
-from asysstats.analysis.launches import launch_rows, runtime_calls
+from asysstats.analysis.kernels import KERNEL_COLUMNS, on_devices
+from asysstats.analysis.launches import CALL_READS, launch_rows, runtime_calls
 from asysstats.analysis.names import kernel_name_ids
 from asysstats.compute.distinct import distinct
 from asysstats.compute.grouped import share_percent
 from asysstats.compute.intervals import difference_length, distinct_sorted, union, union_length
-from asysstats.core.columns import INT, PERCENT, TEXT, Column
+from asysstats.core.columns import INT, PERCENT, TEXT, Column, Frame
 from asysstats.core.regexes import compile_user_regex, search
 from asysstats.core.strings import StringPool
-from asysstats.rules.kernels import KERNEL_COLUMNS, on_devices
 
 RULE_NAME = "hggc_ppu_time_breakdown"
 ALL = "All"
@@ -39,6 +39,14 @@ LINKED_ONLY = Option("linked-only", "flag", "Count only activities whose launchi
                      "(as TraceLens's gpu_timeline does).", False)
 TYPES = ("Total", "Busy", "Idle", "Computation", "Communication", "Exposed Communication", "Memcpy",
          "Exposed Memcpy")
+READS = {"kernels": KERNEL_COLUMNS, "memcpy": ACTIVITY_COLUMNS, "memset": ACTIVITY_COLUMNS, **CALL_READS}
+
+
+@dataclass(frozen=True)
+class BreakdownOptions(Options):
+    device: tuple[int, ...] | None = DEVICE.field()
+    communication: "regex.Pattern | None" = COMMUNICATION_OPTION.field()
+    linked_only: bool = LINKED_ONLY.field()
 
 
 def name_matches(strings: StringPool, names: np.ndarray, pattern: regex.Pattern, where: str) -> np.ndarray:
@@ -51,47 +59,48 @@ def name_matches(strings: StringPool, names: np.ndarray, pattern: regex.Pattern,
     return found[inverse] & (names >= 0)
 
 
-def is_communication(strings: StringPool, names: np.ndarray, options: Mapping[str, Any], rule: str) -> np.ndarray:
-    """Mask of the kernels (name ids) that the ``communication`` option's regex finds."""
-    pattern = options.get("communication") or DEFAULT_COMMUNICATION
-    return name_matches(strings, names, pattern, f"rule '{rule}': option 'communication'")
+def is_communication(strings: StringPool, names: np.ndarray, pattern: regex.Pattern | None, rule: str) -> np.ndarray:
+    """Mask of the kernels (name ids) that the ``communication`` option's regex finds (its
+    default without one)."""
+    return name_matches(strings, names, pattern or DEFAULT_COMMUNICATION, f"rule '{rule}': option 'communication'")
 
 
-def bucketed_activities(inputs: Inputs, options: Mapping[str, Any]) -> dict[str, np.ndarray]:
+def bucketed_activities(inputs: Inputs, options: BreakdownOptions) -> dict[str, np.ndarray]:
     """``start``, ``end``, ``deviceId`` and ``bucket`` of every kernel, memcpy and memset on the
     selected devices (only those with their launch call in the report, with ``linked-only``)."""
     kernels = inputs.table("kernels", KERNEL_COLUMNS)
     names = kernel_name_ids(inputs.strings, kernels, "demangled")
-    communication = is_communication(inputs.strings, names, options, RULE_NAME)
+    communication = is_communication(inputs.strings, names, options.communication, RULE_NAME)
     parts = [(kernels, np.where(communication, COMMUNICATION, COMPUTATION)),
              (inputs.table("memcpy", ACTIVITY_COLUMNS), MEMCPY),
              (inputs.table("memset", ACTIVITY_COLUMNS), COMPUTATION)]
-    calls = runtime_calls(inputs.report) if options["linked-only"] else None
+    calls = runtime_calls(inputs) if options.linked_only else None
     out: dict[str, list[np.ndarray]] = {"start": [], "end": [], "deviceId": [], "bucket": []}
     for table, bucket in parts:
         table = table.with_columns(bucket=np.broadcast_to(np.asarray(bucket, np.int64), (table.rows,)).copy())
         if calls is not None:
             table = table.take(launch_rows(calls, table) >= 0)
-        table = on_devices(table, options["device"])
+        table = on_devices(table, options.device)
         for name, values in out.items():
             values.append(table[name])
     return {name: np.concatenate(values) for name, values in out.items()}
 
 
-def breakdown(start: np.ndarray, end: np.ndarray, bucket: np.ndarray) -> list[int]:
-    """The figures of :data:`TYPES` for one set of activities."""
+def breakdown(start: np.ndarray, end: np.ndarray, bucket: np.ndarray) -> dict[str, int]:
+    """The time of each of :data:`TYPES` for one set of activities."""
     comp, comm, copy = (bucket == COMPUTATION), (bucket == COMMUNICATION), (bucket == MEMCPY)
     seg_start, seg_end = union(start, end)
     total = int(seg_end[-1] - seg_start[0]) if len(seg_start) else 0
     busy = int((seg_end - seg_start).sum())
     device_work = comp | comm
-    return [total, busy, total - busy, union_length(start[comp], end[comp]), union_length(start[comm], end[comm]),
-            difference_length(start[comm], end[comm], start[comp], end[comp]),
-            union_length(start[copy], end[copy]),
-            difference_length(start[copy], end[copy], start[device_work], end[device_work])]
+    return {"Total": total, "Busy": busy, "Idle": total - busy,
+            "Computation": union_length(start[comp], end[comp]), "Communication": union_length(start[comm], end[comm]),
+            "Exposed Communication": difference_length(start[comm], end[comm], start[comp], end[comp]),
+            "Memcpy": union_length(start[copy], end[copy]),
+            "Exposed Memcpy": difference_length(start[copy], end[copy], start[device_work], end[device_work])}
 
 
-def time_breakdown(inputs: Inputs, options: Mapping[str, Any]) -> dict:
+def time_breakdown(inputs: Inputs, options: BreakdownOptions) -> Frame:
     acts = bucketed_activities(inputs, options)
     groups = [(ALL, np.ones(len(acts["start"]), dtype=bool))] if len(acts["start"]) else []
     groups += [(str(dev), acts["deviceId"] == dev) for dev in distinct_sorted(np.sort(acts["deviceId"]))]
@@ -100,8 +109,8 @@ def time_breakdown(inputs: Inputs, options: Mapping[str, Any]) -> dict:
         figures = breakdown(acts["start"][rows], acts["end"][rows], acts["bucket"][rows])
         labels += [label] * len(TYPES)
         types += TYPES
-        times += figures
-        shares.append(share_percent(np.asarray(figures), figures[0]))
+        times += [figures[kind] for kind in TYPES]
+        shares.append(share_percent(np.asarray([figures[kind] for kind in TYPES]), figures["Total"]))
     return {"Device": np.array(labels, dtype=object), "Type": np.array(types, dtype=object),
             "Time (ns)": np.array(times, dtype=np.int64),
             "Time (%)": np.concatenate(shares) if shares else np.empty(0, np.float64)}
@@ -126,9 +135,9 @@ TIME_BREAKDOWN = Rule(
          "'linked-only' counts only activities whose launch API call is in the report.",
     columns=COLUMNS,
     compute=time_breakdown,
-    reads=("kernels", "memcpy", "memset", "runtime"),
+    reads=READS,
     requires=("kernels", "memcpy", "memset"),
-    options=(DEVICE, COMMUNICATION_OPTION, LINKED_ONLY),
+    options=BreakdownOptions,
 )
 
 RULES = [TIME_BREAKDOWN]

@@ -8,22 +8,30 @@ and a launch gap is ``max(0, start - end of the previous kernel in start order)`
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from dataclasses import dataclass
 
 import numpy as np
 
 from asysstats.analysis.activity import row_index
-from asysstats.analysis.declarations import DEVICE, Rule
+from asysstats.analysis.declarations import DEVICE, Options, Rule
 from asysstats.analysis.inputs import Inputs
+from asysstats.analysis.kernels import on_devices
 from asysstats.compute.grouped import share_percent
 from asysstats.compute.intervals import distinct_sorted, intersection_length, start_order_gaps, union_length
-from asysstats.core.columns import INT, PERCENT, TEXT, Column
+from asysstats.core.columns import INT, PERCENT, TEXT, Column, Frame
 from asysstats.core.tables import NA, EventTable
-from asysstats.rules.kernels import on_devices
 
 ALL = "All"
 ACTIVITY_COLUMNS = ("start", "end", "deviceId")
+CALL_COLUMNS = ("start", "end", "globalTid", "correlationId")
+KERNEL_READ = ACTIVITY_COLUMNS + ("correlationId", "globalPid")
+READS = {"kernels": KERNEL_READ, "memcpy": ACTIVITY_COLUMNS, "memset": ACTIVITY_COLUMNS, "runtime": CALL_COLUMNS}
 Intervals = tuple[np.ndarray, np.ndarray]
+
+
+@dataclass(frozen=True)
+class TimelineOptions(Options):
+    device: tuple[int, ...] | None = DEVICE.field()
 
 
 def launch_calls(kernels: EventTable, runtime: EventTable) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -37,26 +45,29 @@ def launch_calls(kernels: EventTable, runtime: EventTable) -> tuple[np.ndarray, 
     return calls["start"][rows[launched]], calls["end"][rows[launched]], kernels["deviceId"][launched]
 
 
-def figures(activity: Intervals, kernels: Intervals, api: Intervals) -> list:
-    """One output row (without the device label) from the intervals of one device set."""
+def figures(activity: Intervals, kernels: Intervals, api: Intervals) -> dict[str, int | float]:
+    """One output row (without the device label), by column, from the intervals of one device set."""
     span = int(activity[1].max() - activity[0].min())
     kernel_time = int((kernels[1] - kernels[0]).sum())
     gaps = start_order_gaps(*kernels)
     positive = gaps[gaps > 0]
     api_union = union_length(*api)
     overlap = intersection_length(*api, *kernels)
-    return [span, len(activity[0]), len(kernels[0]), kernel_time, float(share_percent(kernel_time, span)),
-            len(positive), int(positive.sum()), positive.mean() if len(positive) else np.nan,
-            int(positive.max()) if len(positive) else NA,
-            api_union, overlap, float(share_percent(overlap, api_union))]
+    return {"Span (ns)": span, "Operations": len(activity[0]), "Kernels": len(kernels[0]),
+            "Kernel Time (ns)": kernel_time, "Kernel Busy (%)": float(share_percent(kernel_time, span)),
+            "Gap Count": len(positive), "Gap Total (ns)": int(positive.sum()),
+            "Gap Avg (ns)": positive.mean() if len(positive) else np.nan,
+            "Gap Max (ns)": int(positive.max()) if len(positive) else NA,
+            "Launch API Union (ns)": api_union, "Launch API Overlap (ns)": overlap,
+            "Launch API Overlap (%)": float(share_percent(overlap, api_union))}
 
 
-def timeline_sum(inputs: Inputs, options: Mapping[str, Any]) -> dict:
-    devices = options["device"]
-    kernels = on_devices(inputs.table("kernels", ACTIVITY_COLUMNS + ("correlationId", "globalPid")), devices)
+def timeline_sum(inputs: Inputs, options: TimelineOptions) -> Frame:
+    devices = options.device
+    kernels = on_devices(inputs.table("kernels", KERNEL_READ), devices)
     activities = [kernels] + [on_devices(inputs.table(name, ACTIVITY_COLUMNS), devices) for name in ("memcpy", "memset")]
     start, end, device = (np.concatenate([t[c] for t in activities]) for c in ACTIVITY_COLUMNS)
-    runtime = inputs.table("runtime", ("start", "end", "globalTid", "correlationId"))
+    runtime = inputs.table("runtime", CALL_COLUMNS)
     api_start, api_end, api_device = launch_calls(kernels, runtime)
     labels = [ALL] if len(start) else []
     rows = [figures((start, end), (kernels["start"], kernels["end"]), (api_start, api_end))] if labels else []
@@ -66,9 +77,9 @@ def timeline_sum(inputs: Inputs, options: Mapping[str, Any]) -> dict:
         rows.append(figures((start[on], end[on]), (kernels["start"][k], kernels["end"][k]),
                             (api_start[a], api_end[a])))
     frame = {"Device": np.array(labels, dtype=object)}
-    for index, column in enumerate(COLUMNS[1:]):
+    for column in COLUMNS[1:]:
         kind = np.float64 if column.kind == PERCENT or column.name == "Gap Avg (ns)" else np.int64
-        frame[column.name] = np.array([row[index] for row in rows], dtype=kind)
+        frame[column.name] = np.array([row[column.name] for row in rows], dtype=kind)
     return frame
 
 
@@ -99,9 +110,9 @@ TIMELINE_SUM = Rule(
          "Undefined averages and percentages print '-'.",
     columns=COLUMNS,
     compute=timeline_sum,
-    reads=("kernels", "memcpy", "memset", "runtime"),
+    reads=READS,
     requires=("kernels", "memcpy", "memset"),
-    options=(DEVICE,),
+    options=TimelineOptions,
 )
 
 RULES = [TIMELINE_SUM]

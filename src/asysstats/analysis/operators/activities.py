@@ -10,8 +10,6 @@ display name: a kernel in the chosen name mode, ``Memcpy HtoD (device)``, ``Mems
 
 from __future__ import annotations
 
-from typing import Any, Mapping
-
 import numpy as np
 
 from asysstats.analysis.activity import memcpy_name_ids
@@ -19,23 +17,25 @@ from asysstats.analysis.correlate import PPU_KINDS, activity_table, correlate
 from asysstats.analysis.hgtx import all_ranges, name_filter
 from asysstats.analysis.inputs import Inputs
 from asysstats.analysis.names import kernel_name_ids
+from asysstats.analysis.operators.common import AnalysisOptions
 from asysstats.core.tables import EventTable, empty_table
 
 BASE_COLUMNS = ("start", "end", "deviceId", "contextId", "streamId", "correlationId", "globalPid", "graphNodeId")
 EXTRA_COLUMNS = {"kernels": ("demangledName", "mangledName"), "memcpy": ("copyKind", "dstKind"), "memset": ()}
 COLUMNS = ("start", "end", "deviceId", "contextId", "streamId", "correlationId", "pid", "graphNodeId", "kind", "aid",
            "name", "raw")
+ACTIVITY_READS = {name: BASE_COLUMNS + extra for name, extra in EXTRA_COLUMNS.items()}  # what load_activities reads
 
 
 def load_activities(inputs: Inputs, devices: tuple[int, ...] | None, mode: str = "demangled") -> EventTable:
     """Every PPU activity inside the PPU-side window on the selected devices, in one table
     (the tables it is made of are not kept)."""
-    with inputs.report.transient():
+    with inputs.transient():
         parts, offset = [], 0
         for kind, name in enumerate(PPU_KINDS):
             if inputs.has(name):
                 parts.append(activity_part(inputs, kind, name, devices, mode, offset))
-                offset += inputs.report.load(name, ("start",)).rows
+                offset += inputs.whole(name, ("start",)).rows
         return EventTable.concat(parts) if parts else empty_table(list(COLUMNS))
 
 
@@ -56,23 +56,23 @@ def activity_part(inputs: Inputs, kind: int, name: str, devices: tuple[int, ...]
                        "name": np.asarray(shown, np.int64), "raw": np.asarray(raw, np.int64)})
 
 
-def range_filter(inputs: Inputs, activities: EventTable, options: Mapping[str, Any], graph: bool,
+def range_filter(inputs: Inputs, activities: EventTable, options: AnalysisOptions, graph: bool,
                  launch: np.ndarray) -> np.ndarray:
     """Mask of the activities that ``range-include`` / ``range-exclude`` keep: with an
     include list, those correlated with a range whose name matches it; never those
     correlated with a range whose name matches the exclude list (``launch``: the
     activities' launching call rows)."""
     keep = np.ones(activities.rows, dtype=bool)
-    include, exclude = options.get("range-include"), options.get("range-exclude")
+    include, exclude = options.range_include, options.range_exclude
     if not (include or exclude) or activities.rows == 0:
         return keep
-    ranges = all_ranges(inputs.report)
+    ranges = all_ranges(inputs)
     if include:
-        rows = np.flatnonzero(name_filter(inputs, ranges["name"], {"range-include": include}))
+        rows = np.flatnonzero(name_filter(inputs, ranges["name"], include, None))
         hit = np.zeros(activities.rows, dtype=bool)
-        hit[correlate(inputs.report, ranges.take(rows), activities, graph, launch).activity_row] = True
+        hit[correlate(inputs, ranges.take(rows), activities, graph, launch).activity_row] = True
         keep &= hit
     if exclude:
-        rows = np.flatnonzero(~name_filter(inputs, ranges["name"], {"range-exclude": exclude}))
-        keep[correlate(inputs.report, ranges.take(rows), activities, graph, launch).activity_row] = False
+        rows = np.flatnonzero(~name_filter(inputs, ranges["name"], None, exclude))
+        keep[correlate(inputs, ranges.take(rows), activities, graph, launch).activity_row] = False
     return keep

@@ -25,18 +25,21 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
-from asysstats.analysis.correlate import Pairs, correlate
-from asysstats.analysis.hgtx import all_ranges
+from asysstats.analysis.activity import DEVICE_READS, KIND_READS
+from asysstats.analysis.correlate import CORRELATE_READS, Pairs, correlate
+from asysstats.analysis.declarations import merged_reads
+from asysstats.analysis.hgtx import HGTX_READS, all_ranges
 from asysstats.analysis.inputs import Inputs
 from asysstats.analysis.launches import launch_rows, runtime_calls
-from asysstats.analysis.operators.activities import load_activities, range_filter
+from asysstats.analysis.operators.activities import ACTIVITY_READS, load_activities, range_filter
 from asysstats.analysis.operators.catalog import FRAMEWORK, LIBRARY
-from asysstats.analysis.operators.merge import FAMILY_OPTIONS, PREFILL_DECODE_OPTION, joined_ids, parsed_ids
-from asysstats.analysis.operators.model import WORK_FIELDS, work_arrays, work_of
+from asysstats.analysis.operators.common import AnalysisOptions
+from asysstats.analysis.operators.merge import joined_ids, parsed_ids
+from asysstats.analysis.operators.model import PEAK_READS, WORK_FIELDS, work_arrays, work_of
 from asysstats.analysis.operators.parsers import CUSTOM, FRAMEWORK_CLAIM, LIBRARY_CLAIM
 from asysstats.analysis.operators.recognise import (
     Recognised,
@@ -53,9 +56,8 @@ from asysstats.core.tables import EventTable
 
 RANGE_COLUMNS = ("rangeId", "globalTid", "start", "end")  # what the operator rules read of a range
 
-# The options an analysis reads (a test checks that it reads no other): rules that agree on them share it.
-ANALYSIS_OPTIONS = ("op", "device", "no-graph-mapping", "range-include", "range-exclude", PREFILL_DECODE_OPTION,
-                    *FAMILY_OPTIONS.values())
+# What the analysis reads (Rule.reads of the operator rules), the device names of the comparisons included.
+READS = merged_reads(HGTX_READS, ACTIVITY_READS, CORRELATE_READS, KIND_READS, PEAK_READS, DEVICE_READS)
 
 
 @dataclass
@@ -107,23 +109,22 @@ class Analysis:
         return outermost(self.pairs, outer_order(self.pairs, self.ops), klass, self.acts.rows, classes)
 
 
-def analyse(inputs: Inputs, options: Mapping[str, Any], mode: str = "demangled") -> Analysis:
+def analyse(inputs: Inputs, options: AnalysisOptions, mode: str = "demangled") -> Analysis:
     """Recognise, correlate and rank the operators of one report (``mode``: kernel names).
     The tables it loads are not kept: what it needs of them, it holds. Made once per inputs,
-    mode and values of :data:`ANALYSIS_OPTIONS` (the options it reads): rules that read the
-    same operators (a comparison's three operator rules) share it."""
-    key = ("operators", mode) + tuple(repr(options.get(name)) for name in ANALYSIS_OPTIONS)
-    return inputs.shared(key, lambda: analysed(inputs, options, mode))
+    mode and ``options`` (the options it reads): rules that read the same operators (a
+    comparison's three operator rules) share it."""
+    return inputs.shared(("operators", mode, repr(options)), lambda: analysed(inputs, options, mode))
 
 
-def analysed(inputs: Inputs, options: Mapping[str, Any], mode: str) -> Analysis:
+def analysed(inputs: Inputs, options: AnalysisOptions, mode: str) -> Analysis:
     inputs.require("kernels", "memcpy", "memset")
     rules = custom_rules(inputs.settings.ppu_op_config)
-    types = type_filter(options.get("op"), rules)
-    graph = not options.get("no-graph-mapping", False)
-    with inputs.report.transient():
-        every = load_activities(inputs, options.get("device"), mode)
-        launch = launch_rows(runtime_calls(inputs.report), every)
+    types = type_filter(options.op, rules)
+    graph = not options.no_graph_mapping
+    with inputs.transient():
+        every = load_activities(inputs, options.device, mode)
+        launch = launch_rows(runtime_calls(inputs), every)
         keep = range_filter(inputs, every, options, graph, launch)
         acts = every.take(keep)
         del every
@@ -133,19 +134,19 @@ def analysed(inputs: Inputs, options: Mapping[str, Any], mode: str) -> Analysis:
         pairs = operator_pairs(inputs, ops, acts, graph, launch[keep])
         acts = EventTable({k: v for k, v in acts.items() if k != "graphNodeId"})  # read by the correlation only
         merged_into = np.arange(ops.rows)
-        if not options.get(PREFILL_DECODE_OPTION, False):
+        if not options.no_merge_flash_attention_prefill_decode_operator:
             ops, texts, merged_into = merge_prefill_decode(inputs, ops, texts, parsed, launch)
         del launch
     return Analysis(inputs, acts, ops, texts, parsed, pairs, merged_into, types)
 
 
 def operator_ranges(inputs: Inputs, rules: tuple, types: TypeFilter,
-                    options: Mapping[str, Any]) -> tuple[EventTable, EventTable, Recognised]:
+                    options: AnalysisOptions) -> tuple[EventTable, EventTable, Recognised]:
     """Every range with its ``entry`` (-1: no operator), and per recognised text its
     ``parsed`` index, ``type``/``key``/``display`` ids, ``layer``, ``claim`` class and work
     columns (library and custom operators only: a framework operator rarely holds the
     kernels its parameters describe)."""
-    ranges = all_ranges(inputs.report)
+    ranges = all_ranges(inputs)
     entry, parsed = recognise_ranges(inputs.strings, ranges, rules, types)
     texts = parsed_ids(inputs.strings, parsed, options)
     texts.update(work_arrays(parsed.column(lambda p: work_of(p) if p.claim != FRAMEWORK_CLAIM else None, None,
@@ -160,7 +161,7 @@ def operator_pairs(inputs: Inputs, ops: EventTable, acts: EventTable, graph: boo
     """The correlated (operator range, activity) pairs (``launch``: the activities' launching calls)."""
     rows = np.flatnonzero(ops["entry"] >= 0)
     ranges = ops if len(rows) == ops.rows else EventTable({k: ops[k][rows] for k in ("globalTid", "start", "end")})
-    found = correlate(inputs.report, ranges, acts, graph, launch)
+    found = correlate(inputs, ranges, acts, graph, launch)
     return found if ranges is ops else Pairs(rows[found.range_row], found.activity_row, found.via_graph)
 
 
@@ -225,7 +226,7 @@ def merge_prefill_decode(inputs: Inputs, ops: EventTable, texts: EventTable, par
     first, second = rows[:-1], rows[1:]
     cand = (ops["globalTid"][first] == ops["globalTid"][second]) & ~is_decode[:-1] & is_decode[1:]
     first, second = first[cand], second[cand]
-    calls = runtime_calls(inputs.report)
+    calls = runtime_calls(inputs)
     launched = distinct(launch)[0]
     launched = launched[launched >= 0]
     hit, _ = enclosing_pairs(ops["globalTid"][first], ops["end"][first], ops["start"][second],

@@ -1,15 +1,18 @@
-"""Declarations shared by the PPU operator rules: options, the tables they read, sorting."""
+"""Declarations shared by the PPU operator rules: options, the options the analysis reads, sorting."""
 
 from __future__ import annotations
 
-from typing import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
-from asysstats.analysis.declarations import DEVICE, RANGE_EXCLUDE, RANGE_INCLUDE, Option
+from asysstats.analysis.declarations import DEVICE, NO_GRAPH_MAPPING, RANGE_EXCLUDE, RANGE_INCLUDE, Option, Options
 from asysstats.core.strings import StringPool
 
-READS = ("hgtx", "kernels", "memcpy", "memset", "runtime", "graph_nodes", "devices")
+if TYPE_CHECKING:
+    import regex
+
 REQUIRES = ("kernels", "memcpy", "memset")
 
 OP = Option("op", "str_list",
@@ -17,18 +20,40 @@ OP = Option("op", "str_list",
             "--ppu-op-config types; 'others' adds the kernels that no operator claims (default: all types).", None)
 PREFILL_DECODE = Option("no-merge-flash-attention-prefill-decode-operator", "flag",
                         "Do not match and merge prefill and decode FlashAttention operators.", False)
-MERGE_FLAGS = (
-    Option("no-merge-flash-attention-parameter", "flag",
-           "Keep FlashAttention operators apart by seqlen_k of decode steps.", False),
-    Option("no-merge-communication-parameter", "flag",
-           "Keep PCCL operators apart by rank (r), communicator hash (h) and buffers (b).", False),
-    Option("no-merge-moe-parameter", "flag", "Keep MoE operators apart by topkids and unique.", False),
-    Option("no-merge-pytorch-parameter", "flag", "Keep PyTorch operators apart by seq, op_id and input_op_ids.", False),
-    Option("no-merge-gemm-parameter", "flag", "Keep GEMM operators apart by leading dimensions, alpha and beta.", False),
-)
-MOE_MERGE = MERGE_FLAGS[2]
-SCOPE = (DEVICE, RANGE_INCLUDE, RANGE_EXCLUDE)  # device and HGTX range selection
-ALL_MERGES = (PREFILL_DECODE,) + MERGE_FLAGS
+FLASH_MERGE = Option("no-merge-flash-attention-parameter", "flag",
+                     "Keep FlashAttention operators apart by seqlen_k of decode steps.", False)
+PCCL_MERGE = Option("no-merge-communication-parameter", "flag",
+                    "Keep PCCL operators apart by rank (r), communicator hash (h) and buffers (b).", False)
+MOE_MERGE = Option("no-merge-moe-parameter", "flag", "Keep MoE operators apart by topkids and unique.", False)
+PYTORCH_MERGE = Option("no-merge-pytorch-parameter", "flag",
+                       "Keep PyTorch operators apart by seq, op_id and input_op_ids.", False)
+GEMM_MERGE = Option("no-merge-gemm-parameter", "flag",
+                    "Keep GEMM operators apart by leading dimensions, alpha and beta.", False)
+
+
+@dataclass(frozen=True)
+class AnalysisOptions(Options):
+    """The options the operator analysis reads (:func:`asysstats.analysis.operators.analysis.analyse`):
+    a rule's options narrowed to these (:meth:`Options.like`); rules that agree on them share
+    one analysis of a report. A rule without one of them analyses with its default."""
+
+    op: tuple[str, ...] | None = OP.field()
+    device: tuple[int, ...] | None = DEVICE.field()
+    range_include: "tuple[regex.Pattern, ...] | None" = RANGE_INCLUDE.field()
+    range_exclude: "tuple[regex.Pattern, ...] | None" = RANGE_EXCLUDE.field()
+    no_graph_mapping: bool = NO_GRAPH_MAPPING.field()
+    no_merge_flash_attention_prefill_decode_operator: bool = PREFILL_DECODE.field()
+    no_merge_flash_attention_parameter: bool = FLASH_MERGE.field()
+    no_merge_communication_parameter: bool = PCCL_MERGE.field()
+    no_merge_moe_parameter: bool = MOE_MERGE.field()
+    no_merge_pytorch_parameter: bool = PYTORCH_MERGE.field()
+    no_merge_gemm_parameter: bool = GEMM_MERGE.field()
+
+    def keeps_parameters(self, family: str) -> bool:
+        """Whether the ``no-merge-*`` option of an operator family keeps its minor parameters apart."""
+        return {"pytorch": self.no_merge_pytorch_parameter, "gemm": self.no_merge_gemm_parameter,
+                "flash": self.no_merge_flash_attention_parameter, "moe": self.no_merge_moe_parameter,
+                "pccl": self.no_merge_communication_parameter}.get(family, False)
 
 
 def order_by(choices: Sequence[str], default: str, what: str) -> Option:

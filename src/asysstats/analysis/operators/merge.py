@@ -14,34 +14,28 @@ Operators recognised from kernel names are keyed by the kernel name.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
-
 import numpy as np
 import pyarrow.compute as pc
 
 from asysstats.analysis.operators.catalog import PYTORCH
+from asysstats.analysis.operators.common import AnalysisOptions
 from asysstats.analysis.operators.parsers import Parsed
 from asysstats.analysis.operators.recognise import Recognised
 from asysstats.analysis.operators.torch_texts import torch_keys
 from asysstats.compute.arrow import text
 from asysstats.core.strings import StringPool
 
-FAMILY_OPTIONS = {"pytorch": "no-merge-pytorch-parameter", "gemm": "no-merge-gemm-parameter",
-                  "flash": "no-merge-flash-attention-parameter", "moe": "no-merge-moe-parameter",
-                  "pccl": "no-merge-communication-parameter"}
-PREFILL_DECODE_OPTION = "no-merge-flash-attention-prefill-decode-operator"
 
-
-def merge_key(parsed: Parsed, options: Mapping[str, Any]) -> str:
-    keep_all = bool(options.get(FAMILY_OPTIONS.get(parsed.family, ""), False))
+def merge_key(parsed: Parsed, options: AnalysisOptions) -> str:
+    keep_all = options.keeps_parameters(parsed.family)
     dropped = frozenset() if keep_all else parsed.minor
     body = ",".join(f"{k}={v}" for k, v in parsed.fields if k not in dropped)
     return f"{parsed.type}|{parsed.library}|{body}"
 
 
-def parsed_ids(pool: StringPool, parsed: Recognised, options: Mapping[str, Any]) -> dict[str, np.ndarray]:
+def parsed_ids(pool: StringPool, parsed: Recognised, options: AnalysisOptions) -> dict[str, np.ndarray]:
     """Per parsed text: ``type``, ``key`` and ``display`` string ids."""
-    keep_all = bool(options.get(FAMILY_OPTIONS["pytorch"], False))
+    keep_all = options.keeps_parameters("pytorch")
     kinds = parsed.ids(pool, lambda p: p.type, pool.intern([PYTORCH])[0])  # this order numbers the new ids
     torch_keyed = pool.intern_texts(torch_keys(parsed.torch, keep_all))
     return {"type": kinds, "key": parsed.ids(pool, lambda p: merge_key(p, options), torch_keyed),

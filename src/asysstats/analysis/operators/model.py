@@ -115,11 +115,13 @@ def work_arrays(works: list[Work | None]) -> dict[str, np.ndarray]:
     return out
 
 
+PEAK_READS = {"devices": ("id", "name", "memoryBandwidth") + tuple(TABLE_PEAKS.values())}  # what device_peaks reads
+
+
 def device_peaks(inputs: "Inputs") -> dict[int, dict[str, float]]:
     """Per device id: peak FLOP/s per data type and ``bandwidth``, from the devices table
     where it has them, else from the catalogue (``--device-spec`` entries first)."""
-    columns = ("id", "name", "memoryBandwidth") + tuple(TABLE_PEAKS.values())
-    table = inputs.table("devices", columns)
+    table = inputs.table("devices", PEAK_READS["devices"])
     names = inputs.strings.lookup(table["name"])
     extra = tuple(getattr(inputs.settings, "device_specs", ()))
     peaks = {}
@@ -149,6 +151,6 @@ def peak_arrays(inputs: "Inputs", devices: np.ndarray, fields: np.ndarray,
     lacking = needed & (np.isnan(flops) | np.isnan(bandwidth))
     for i in distinct(device[lacking])[0].tolist():
         name = figures[i].get("name") or "not listed in the report"
-        inputs.notes.append(f"{inputs.report.path.name}: no peak figures for PPU device {known[i]} ({name}); "
+        inputs.notes.append(f"{inputs.path.name}: no peak figures for PPU device {known[i]} ({name}); "
                             "utilisation is '-' (describe the device with --device-spec FILE)")
     return flops, bandwidth

@@ -13,11 +13,11 @@ A rule runs unchanged on a :class:`~asysstats.reading.merged.report.MergedReport
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
-from asysstats.analysis.declarations import Rule
+from asysstats.analysis.declarations import Options, Rule
 from asysstats.analysis.inputs import Inputs
 from asysstats.api.merging.reduce import run_reduced
 from asysstats.api.running import run_rule
@@ -41,11 +41,12 @@ def check_mergeable(rule: Rule) -> None:
         raise AsysError(f"rule '{rule.name}' does not support --merge-reports (rules that do: {', '.join(MERGEABLE)})")
 
 
-def run_merged(rule: Rule, options: Mapping[str, Any], inputs: Inputs) -> Result:
+def run_merged(rule: Rule[Any], options: Options, inputs: Inputs) -> Result:
     """Run ``rule`` on the merged report of ``inputs``; print local ids with their host."""
     report = inputs.report
-    if options.get("device") is not None:
-        options = {**options, "device": job_devices(report, options["device"])}
+    devices = getattr(options, "device", None)  # the rules that take device=
+    if devices is not None:
+        options = replace(options, device=job_devices(report, devices))
     if rule.summary is not None:  # statistics reduced where each report lives
         return with_hosts(run_reduced(rule, options, inputs), report)
     return with_hosts(run_rule(rule, options, inputs), report)

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Union
+from typing import Union
 
 import numpy as np
 
+from asysstats.analysis.declarations import Options
 from asysstats.analysis.inputs import Inputs, Scope, Settings
 from asysstats.compute.partials import Stats, group_hash, medians, partials, split_buckets, string_hash
 from asysstats.core.strings import StringPool
@@ -69,15 +70,16 @@ class PartReport(MergedReport):
         return super().parts(logical, columns)
 
 
-def summary_part(member: Member, job: Job, rule: str, options: Mapping[str, Any]) -> tuple[Head, list[Piece]]:
+def summary_part(member: Member, job: Job, rule: str, options: Options) -> tuple[Head, list[Piece]]:
     """The rule's rows on the member's report: partials per group, and one piece per bucket."""
     key = (job.token, str(member.path))
     if key not in VIEWS:
         VIEWS[key] = PartReport(member, job)
     report = VIEWS[key]
     report.hgtx_end = job.hgtx_end  # known once a rule reads HGTX ranges, before they are built
-    inputs = Inputs(report, job.settings, job.scope)
-    rows = REGISTRY.get(rule).summary.rows(inputs, options)
+    declared = REGISTRY.get(rule)
+    inputs = Inputs(report, job.settings, job.scope, declared.reads, declared.name)
+    rows = declared.summary.rows(inputs, options)
     keys, partial, group = partials(rows.keys, rows.values)
 
     travelling = [encode_text(report.strings, k) if i in rows.text else k for i, k in enumerate(keys)]

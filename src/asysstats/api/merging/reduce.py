@@ -14,11 +14,11 @@ import re
 import uuid
 import weakref
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
-from asysstats.analysis.declarations import Rule
+from asysstats.analysis.declarations import Options, Rule
 from asysstats.analysis.hgtx import HGTX_COLUMNS
 from asysstats.analysis.inputs import Inputs, Scope
 from asysstats.api.merging import parts
@@ -46,12 +46,14 @@ class Shared:
 _SHARED: "weakref.WeakKeyDictionary[MergedReport, Shared]" = weakref.WeakKeyDictionary()
 
 
-def run_reduced(rule: Rule, options: Mapping[str, Any], inputs: Inputs) -> Result:
+def run_reduced(rule: Rule[Any], options: Options, inputs: Inputs) -> Result:
     """The summary ``rule`` over the merged report of ``inputs``, reduced on the workers."""
     inputs.require(*rule.required_tables)
+    inputs = inputs.for_rule(rule.name, rule.reads)
     merged: MergedReport = inputs.report  # type: ignore[assignment]
     reducers = merged.executor.reducers()
-    common = shared(merged, "hgtx" in rule.reads or bool(options.get("hgtx-name")))
+    # a rule with the hgtx-name option reads HGTX ranges for it only
+    common = shared(merged, "hgtx" in rule.reads and getattr(options, "hgtx_name", True))
     job = parts.Job(common.token, merged.path, merged.cache_columns, common.folded, common.hgtx_end,
                     inputs.settings, scope(inputs), len(reducers))
     sent = merged.executor.share(job)

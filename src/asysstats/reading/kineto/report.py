@@ -1,7 +1,6 @@
-"""PyTorch profiler (Kineto) Chrome-trace JSON as a report: the same interface as
-:class:`asysstats.reading.sqlite.Report` (``path``, ``dialect``, ``strings``, ``has``, ``load``,
-``physical_tables``, ``close``), over tables built in one streaming pass at open, or read
-back from the columnar cache (:mod:`asysstats.reading.kineto.cache`).
+"""PyTorch profiler (Kineto) Chrome-trace JSON as a report
+(:class:`~asysstats.reading.protocol.ReportSource`), over tables built in one streaming pass
+at open, or read back from the columnar cache (:mod:`asysstats.reading.kineto.cache`).
 
 Field mapping, rounding and what is counted: docs/kineto.md.
 """
@@ -42,6 +41,7 @@ class KinetoReport:
     cached: ``cache=False`` neither reads nor writes the cache)."""
 
     dialect = KINETO
+    hgtx_end: int | None = None  # ranges without an end stop at the trace's last timestamp
 
     def __init__(self, path: str | os.PathLike[str], cache: bool = True) -> None:
         self.path = Path(path)
@@ -99,11 +99,11 @@ class KinetoReport:
 
     def derived(self, name: str, columns: Sequence[str], text: Sequence[str],
                 build: Callable[[], Mapping[str, np.ndarray]]) -> EventTable:
-        """A table computed from the report's tables (not cached: see ``Report.derived``)."""
+        """A table computed from the report's tables (not cached: see ``SqliteReport.derived``)."""
         return EventTable(build())
 
     def transient(self) -> contextlib.AbstractContextManager[None]:
-        """Loads inside the block are kept (see ``Report.transient``): the trace's tables stay in memory anyway."""
+        """Loads inside the block are kept (see ``SqliteReport.transient``): the trace's tables stay in memory anyway."""
         return contextlib.nullcontext()
 
     def has(self, logical: str) -> bool:

@@ -1,8 +1,7 @@
 """``MergedReport``: many reports behind the one-report interface every rule reads.
 
-It has the interface of :class:`asysstats.reading.sqlite.Report` (``path``, ``dialect``,
-``strings``, ``has``, ``load``, ``missing_message``, ``physical_tables``, ``close``), so
-every rule runs unchanged on the union of the reports. ``load`` asks the worker that owns
+It is a :class:`~asysstats.reading.protocol.ReportSource`, so every rule runs unchanged
+on the union of the reports. ``load`` asks the worker that owns
 each report for the projected columns (placed: shifted times, job-wide ids), then
 concatenates the parts in report order, re-interning text by value into one string pool.
 Metadata tables become one report's worth: one analysis range (earliest start, latest
@@ -43,6 +42,8 @@ class Member:
 class MergedReport:
     """Several reports read as one (see the module doc); also one report with shifted clocks."""
 
+    hgtx_end: int | None = None  # a part of the set (asysstats.api.merging.parts): the set's last HGTX time
+
     def __init__(self, members: list[Member], executor, cache: bool, path: Path, skipped: list[str]) -> None:
         self.members = members
         self.executor = executor
@@ -65,11 +66,11 @@ class MergedReport:
 
     def derived(self, name: str, columns: Sequence[str], text: Sequence[str],
                 build: Callable[[], Mapping[str, np.ndarray]]) -> EventTable:
-        """A table computed from the report's tables (not cached: see ``Report.derived``)."""
+        """A table computed from the report's tables (not cached: see ``SqliteReport.derived``)."""
         return EventTable(build())
 
     def transient(self) -> contextlib.AbstractContextManager[None]:
-        """Loads inside the block are kept (see ``Report.transient``): loading again gathers from every report."""
+        """Loads inside the block are kept (see ``SqliteReport.transient``): loading again gathers from every report."""
         return contextlib.nullcontext()
 
     def has(self, logical: str) -> bool:
