@@ -36,7 +36,7 @@ from common import kernel_report
 from asysstats.reading.cache import ColumnCache
 from asysstats.reading.schema import TABLES
 from asysstats.reading.sqlite import SqliteReport
-from asysstats.rules.registry import REGISTRY
+from asysstats.rulebook.registry import REGISTRY
 
 OUT = Path(__file__).resolve().parent / "out"
 
@@ -116,7 +116,7 @@ def best(runs: list[tuple[float, int]]) -> tuple[float, int]:
     return min(seconds for seconds, _ in runs), max(rss for _, rss in runs)
 
 
-def startup(modules: str = "asysstats.cli.app, pyarrow.ipc") -> tuple[float, int]:
+def startup(modules: str = "asysstats.cli, pyarrow.ipc") -> tuple[float, int]:
     """Wall seconds and peak RSS (bytes; :func:`best` of three runs) of a process that only imports ``modules``:
     by default the CLI (Python, numpy, pyarrow, click), the floor of every run; a cold run
     also loads the SQLite reader, connectorx (its library alone is about 19 MB of RSS)."""
@@ -171,7 +171,7 @@ def main() -> None:
     report = kernel_report(args.kernels) if args.kernels else sample(args.scale)
     rules = [r for r in REGISTRY if r.reports == 1 and (not args.rules or r.name in args.rules.split(","))]
     floor, base = startup()
-    _, cold_base = startup("asysstats.cli.app, pyarrow.ipc, connectorx")
+    _, cold_base = startup("asysstats.cli, pyarrow.ipc, connectorx")
     lines = [f"report: {report.name} ({report.stat().st_size / 1e6:.0f} MB), machine: {os.cpu_count()} cores, "
              f"start-up {floor:.2f} s and {base / 1e6:.0f} MB RSS ({cold_base / 1e6:.0f} MB with the SQLite reader "
              "a cold run loads)", "",

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from asysstats.cli.app import main
+from asysstats.cli import main
 from asysstats.synth.writer import ReportWriter
 
 SHARED_CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from asysstats.rules.registry import REGISTRY
+from asysstats.rulebook.registry import REGISTRY
 from asysstats.synth.writer import ReportWriter
 
 from conftest import corpus_params, fingerprint, run_cli
@@ -113,7 +113,7 @@ def test_bad_configuration_is_a_one_line_error(writer, items, culprit):
 
 
 def test_each_distinct_name_is_matched_once_per_regex(writer, monkeypatch):
-    import asysstats.rules.category as category
+    import asysstats.rulebook.category as category
 
     calls: list[tuple[str, str]] = []
     real = category.search

@@ -10,7 +10,7 @@ import openpyxl
 import pytest
 
 from asysstats.reading.schema import TABLES
-from asysstats.rules.registry import REGISTRY
+from asysstats.rulebook.registry import REGISTRY
 from asysstats.synth.writer import ENUMS, NSYS, ReportWriter
 
 from conftest import CORPUS_ABSENT, NSYS_FILES, fingerprint, run_cli

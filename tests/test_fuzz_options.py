@@ -11,9 +11,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from asysstats.cli.selection import parse_rule_args
+from asysstats.cli.arguments import parse_rule_args
 from asysstats.core.errors import AsysError
-from asysstats.rules.registry import REGISTRY
+from asysstats.rulebook.registry import REGISTRY
 
 from conftest import run_cli
 

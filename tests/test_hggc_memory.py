@@ -148,7 +148,7 @@ def test_a_table_column_coded_among_stacked_tables_has_the_fill_elsewhere():
     import numpy as np
 
     from asysstats.core.tables import NA
-    from asysstats.rules.ppu_trace import table_coded
+    from asysstats.rulebook.ppu_trace import table_coded
 
     ints = table_coded(np.array([5, 3, 5]), 1, 5, NA)
     assert ints.rows().tolist() == [NA, 5, 3, 5, NA] and ints.values.tolist() == [NA, 3, 5]

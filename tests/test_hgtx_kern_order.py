@@ -1,4 +1,4 @@
-"""The order of hgtx_kern_trace's rows (asysstats.rules.hgtx_kernels.start_order and sorted_pairs)."""
+"""The order of hgtx_kern_trace's rows (asysstats.rulebook.hgtx_kernels.start_order and sorted_pairs)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from asysstats.core.strings import StringPool
-from asysstats.rules.hgtx_kernels import sorted_pairs, start_order
+from asysstats.rulebook.hgtx_kernels import sorted_pairs, start_order
 
 
 @st.composite

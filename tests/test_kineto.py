@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import asysstats.cli.runs
+import asysstats.api.reports
 from asysstats.core.errors import AsysError
 from asysstats.reading.kineto.report import KinetoReport
 from asysstats.reading.opening import open_report
@@ -271,7 +271,7 @@ def corpus(names=None):
 
 
 def kern_sum(path, monkeypatch) -> dict[str, tuple[int, int]]:
-    monkeypatch.setattr(asysstats.cli.runs, "open_report", lambda p, cache=True: opened(Path(p)))
+    monkeypatch.setattr(asysstats.api.reports, "open_report", lambda p, cache=True: opened(Path(p)))
     run = run_cli("stats", "-r", "hggc_ppu_kern_sum", "--format", "json", path)
     assert run.code == 0 and "Traceback" not in run.err, run.err
     return {r["Name"]: (r["Total Time (ns)"], r["Instances"]) for r in json.loads(run.out)}

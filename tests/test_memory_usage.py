@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from asysstats.analysis.callstacks import chain_membership, group_labels, parse_groups
 from asysstats.core.strings import StringPool
 from asysstats.core.tables import EventTable
-from asysstats.rules.memory_usage import released_pairs
+from asysstats.rulebook.memory_usage import released_pairs
 
 from conftest import corpus_params, fingerprint, run_cli
 

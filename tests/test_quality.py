@@ -13,7 +13,7 @@ from asysstats.analysis.inputs import Inputs, Settings
 from asysstats.analysis.nesting import nesting
 from asysstats.core.tables import EventTable
 from asysstats.reading.sqlite import SqliteReport
-from asysstats.rules.quality import nesting_breaks, report_check
+from asysstats.rulebook.quality import nesting_breaks, report_check
 
 from conftest import corpus_params, fingerprint, run_cli
 

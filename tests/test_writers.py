@@ -284,16 +284,16 @@ def test_a_run_imports_only_what_it_needs(writer, fmt):
     writer.add("hgtx", start=[0, 1], end=[9, None], eventType=[59, 34], text=["range", "mark"], globalTid=1)
     writer.close()
     report = writer.path
-    code = ("import sys\nfrom asysstats.cli.app import main\n"
+    code = ("import sys\nfrom asysstats.cli import main\n"
             f"sys.argv = ['asys', 'stats', '-r', 'hggc_ppu_kern_sum,hggc_ppu_kern_sum:base,hgtx_sum', '--format', '{fmt}', "
             f"'--no-cache', {str(report)!r}]\n"
             "try:\n    main()\nexcept SystemExit as exc:\n    assert exc.code in (0, None), exc.code\n"
             "print('pandas' in sys.modules)\n"
-            "print(sorted(m for m in sys.modules if m.startswith(('asysstats.rules.', 'asysstats.analysis.operators', "
+            "print(sorted(m for m in sys.modules if m.startswith(('asysstats.rulebook.', 'asysstats.analysis.operators', "
             "'asysstats.reading.kineto.report'))))\n"
-            "print([m for m in ('regex', 'subprocess', 'asysstats.rules.quality') if m in sys.modules])")
+            "print([m for m in ('regex', 'subprocess', 'asysstats.rulebook.quality') if m in sys.modules])")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.splitlines()[-3] == "False" and "plain" in done.stdout
-    assert done.stdout.splitlines()[-2] == str(["asysstats.rules.hgtx_ranges", "asysstats.rules.kernels",
-                                                "asysstats.rules.registry"])
+    assert done.stdout.splitlines()[-2] == str(["asysstats.rulebook.hgtx_ranges", "asysstats.rulebook.kernels",
+                                                "asysstats.rulebook.registry"])
     assert done.stdout.splitlines()[-1] == "[]"

@@ -1,5 +1,5 @@
 """`python -m asysstats` runs the `asys` command line."""
 
-from asysstats.cli.app import entry
+from asysstats.cli import entry
 
 entry()

@@ -223,7 +223,7 @@ def comparison_rule(name: str, title: str, help: str, cells: tuple[Cell, ...], s
         raise ValueError(f"rule {name}: a comparison's last option is matched-only")
 
     def compute(sides: tuple[Inputs, Inputs], values: O) -> Frame:
-        frames = tuple(side_frame(inputs, values) for inputs in sides)
+        frames = (side_frame(sides[0], values), side_frame(sides[1], values))
         pairing = selected(match_rows(*([f[k] for k in keys] for f in frames)), values)
         by, names = order(values) if order is not None else (sort, keys[:1])
         pairing = ordered(pairing, frames, by, names, first)

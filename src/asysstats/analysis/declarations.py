@@ -5,13 +5,13 @@ A rule's options are a frozen dataclass deriving from :class:`Options`, one fiel
 each declared with :meth:`Option.field`: the command line's ``-r rule:name=value`` text and a
 Python caller's values are both checked by the same declarations and reach ``compute`` as
 that object (``options.hgtx_name``), never as a string-keyed mapping. The registry of rules is
-:mod:`asysstats.rules.registry`."""
+:mod:`asysstats.rulebook.registry`."""
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Generic, Mapping, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Generic, Mapping, Protocol, Sequence, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -282,8 +282,9 @@ class Rule(Generic[O]):
                 values[option.attribute] = option.check(self.name, value)
         return self.options(**values)
 
-    def shaped(self, options: O, frame: Frame, strings: StringPool) -> Result:
-        """The computed ``frame`` as a result: declared columns, then the ``rows`` and ``column`` options."""
+    def shaped(self, options: O, frame: Frame, strings: StringPool, notes: Sequence[str] = ()) -> Result:
+        """The computed ``frame`` as a result: declared columns, then the ``rows`` and ``column``
+        options; ``notes``: the run's data-quality notes."""
         missing = [c.name for c in self.columns if c.name not in frame]
         if missing:
             raise AssertionError(f"rule {self.name} did not compute columns {missing}")
@@ -293,7 +294,8 @@ class Rule(Generic[O]):
         if rows is not None:
             frame = {k: v[:rows] for k, v in frame.items()}
         columns = self.select_columns(options.column)
-        return Result(self.name, self.title, self.share, columns, {c.name: frame[c.name] for c in columns}, strings)
+        return Result(self.name, self.title, self.share, columns, {c.name: frame[c.name] for c in columns}, strings,
+                      tuple(dict.fromkeys(notes)))
 
     def select_columns(self, wanted: tuple[str, ...] | None) -> tuple[Column, ...]:
         """The columns named by the ``column`` option (any case), in its order; all without it."""

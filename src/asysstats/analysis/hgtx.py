@@ -23,7 +23,7 @@ from __future__ import annotations
 import difflib
 import functools
 import weakref
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 import numpy as np
 
@@ -124,10 +124,13 @@ def _build_ranges(report: "ReportSource") -> LazyColumns:
         kept = end[keep]
         return np.maximum(np.where(kept < 0, last, kept), start[keep])
 
+    def threads(c: str) -> Callable[[], np.ndarray]:
+        return lambda: thread[c][keep]
+
     return LazyColumns({"rangeId": lambda: keep + 1, "name": lambda: names, "domain": lambda: domains,
                         "style": lambda: np.where(kind[keep] == PUSHPOP, *styles),
                         "pushpop": lambda: (kind[keep] == PUSHPOP).astype(np.int64),
-                        **{c: (lambda c=c: thread[c][keep]) for c in thread}, "start": lambda: start[keep],
+                        **{c: threads(c) for c in thread}, "start": lambda: start[keep],
                         "end": ended})
 
 
@@ -197,7 +200,7 @@ def filter_names(strings: StringPool, ranges: EventTable) -> dict[str, int]:
     pairs = np.unique(np.stack([ranges["name"], ranges["domain"]], axis=1), axis=0)
     names = strings.lookup(pairs[:, 0])
     domains = strings.lookup(pairs[:, 1])
-    spelled = {}
+    spelled: dict[str, int] = {}
     for name_id, name, domain in zip(pairs[:, 0].tolist(), names, domains):
         name = name or ""
         if domain is not None and name.startswith(domain + ":"):

@@ -44,7 +44,8 @@ class Annotations:
 
 def parse(text: str | None) -> tuple | None:
     """(text, key, count, element size, ranks, factor kind, p2p) of one range name, or None."""
-    match = DOMAIN.match(text or "")
+    text = text or ""
+    match = DOMAIN.match(text)
     if match is None:
         return None
     body = text[match.end():].strip()
@@ -58,8 +59,8 @@ def parse(text: str | None) -> tuple | None:
         return None
     op = fields[0].lower().removeprefix("nccl").removeprefix("pccl")
     key = "|".join([fields[0]] + [f"{k}:{v}" for k, v in sorted(params.items()) if k not in PER_RANK_FIELDS])
-    return (body, key, count, ELEMENT_SIZE.get(dtype, np.nan), ranks or 0, FACTOR_KIND.get(op, 0),
-            op in POINT_TO_POINT)
+    element = np.nan if dtype is None else ELEMENT_SIZE.get(dtype, np.nan)
+    return (body, key, count, element, ranks or 0, FACTOR_KIND.get(op, 0), op in POINT_TO_POINT)
 
 
 def _int(text: str | None) -> int | None:
@@ -69,7 +70,7 @@ def _int(text: str | None) -> int | None:
         return None
 
 
-def annotations(pool: StringPool, names: np.ndarray) -> Annotations:
+def annotate(pool: StringPool, names: np.ndarray) -> Annotations:
     """Parse every distinct name id once; rows of other ranges are ``valid == False``."""
     names = np.asarray(names, dtype=np.int64)
     has = names >= 0

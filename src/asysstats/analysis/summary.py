@@ -17,7 +17,7 @@ import numpy as np
 
 from asysstats.analysis.declarations import FrameOf, Options, Stats
 from asysstats.analysis.inputs import Inputs
-from asysstats.compute.grouped import Groups, grouped_stats, share_percent
+from asysstats.compute.grouped import Groups, Key, grouped_stats, share_percent
 from asysstats.core.columns import INT, PERCENT, Column, Frame
 from asysstats.core.strings import StringPool
 
@@ -64,7 +64,7 @@ class StatColumns:
         return {column.name: values(statistic) for statistic, column in self.by_statistic.items()}
 
 
-def summarize(strings: StringPool, keys: Sequence[np.ndarray], values: np.ndarray,
+def summarize(strings: StringPool, keys: Sequence[Key], values: np.ndarray,
               name_key: int) -> tuple[Groups, Stats, np.ndarray]:
     """Group ``values`` by ``keys``; return groups, statistics and the output order."""
     groups, stats = grouped_stats(keys, values)

@@ -1,6 +1,6 @@
 """Suspect events: rows of a table with start and end that statistics leave out unless
 ``--keep-suspect-events`` — those ending before they start, and those lasting longer than the
-capture of ``ANALYSIS_DETAILS`` (the first two checks of :mod:`asysstats.rules.quality`). Found once
+capture of ``ANALYSIS_DETAILS`` (the first two checks of :mod:`asysstats.rulebook.quality`). Found once
 per report, kept in the column cache, and left out of every table ``engine.Inputs.table`` loads,
 with a note per reason."""
 
@@ -52,7 +52,7 @@ def suspects(inputs: "Inputs", name: str, loaded: EventTable | None = None) -> S
 
         def build() -> EventTable:
             has_times = loaded is not None and "start" in loaded and "end" in loaded
-            t = loaded if has_times else inputs.report.load(name, ("start", "end"))
+            t = loaded if loaded is not None and has_times else inputs.report.load(name, ("start", "end"))
             end_col = TABLES[name].column("end")
             ended = True if end_col.required else t["end"] != end_col.fill
             backwards = np.flatnonzero(ended & (t["end"] < t["start"]))

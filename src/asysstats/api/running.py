@@ -22,4 +22,4 @@ def run_rule(rule: Rule[O], options: O, inputs: Inputs | tuple[Inputs, ...]) -> 
     views = tuple(side.for_rule(rule.name, rule.reads) for side in sides)
     frame = rule.compute(views if isinstance(inputs, tuple) else views[0], options)
     release_memory()
-    return rule.shaped(options, frame, sides[0].strings)
+    return rule.shaped(options, frame, sides[0].strings, [note for side in sides for note in side.notes])

@@ -1,5 +1,241 @@
-"""The command line (``asys``): a client of the public API (:mod:`asysstats.api`)."""
+"""The ``asys`` command line: ``stats``, ``analyze``, ``compare`` and ``sample``, a client of the
+public API (:mod:`asysstats.api`)."""
 
-from asysstats.cli.app import entry, main
+from __future__ import annotations
 
-__all__ = ["entry", "main"]
+import atexit
+import gc
+import os
+import sys
+import traceback
+from pathlib import Path
+from typing import Sequence
+
+import click
+
+from asysstats.cli.arguments import RuleRequest, bool_value, parse_rule_args, settings_from
+from asysstats.cli.runs import ManyOptions, run_requests
+from asysstats.core.errors import AsysError, OutputClosed
+from asysstats.reading.paths import expand_reports
+from asysstats.rulebook.registry import CHECK_RULE, DEFAULT_STATS, REGISTRY
+
+FORMATS_HELP = """The following output formats are available (--format NAME[:ratio=.N%]):
+
+    column  aligned, human-readable table (the console default)
+    csv     comma-separated values, text quoted, each line ending with ',' (the file default)
+    json    a list of row objects with typed values (null for '-')
+    xlsx    spreadsheet, one sheet per rule, typed cells, a pie chart of the share column
+    py      the generated script of ppu_op_unit_test
+
+    ratio=.N%  decimals of percentage columns: %, .1% (default), .2% or .3%
+"""
+
+
+def help_requested(command: str, help_reports: str | None, help_report: str | None) -> bool:
+    from asysstats.cli.helptext import rule_help, rules_list  # for help only: start-up time
+
+    if help_report:
+        click.echo(rule_help(REGISTRY.get(help_report, command)))
+        return True
+    if help_reports:
+        if help_reports.upper() == "ALL":
+            click.echo(f"The following built-in rules are available:\n\n{rules_list(REGISTRY, command)}")
+        else:
+            click.echo(rule_help(REGISTRY.get(help_reports, command)))
+        return True
+    return False
+
+
+def common_options(func):
+    decorators = [
+        click.argument("reports", nargs=-1, type=click.Path(dir_okay=True, path_type=str)),
+        click.option("--format", "formats", multiple=True, help="column|csv|json|xlsx[:ratio=.N%] or py (a script rule), by position."),
+        click.option("-o", "--output", "outputs", multiple=True, help="%, @command, '.', or <dir>/<prefix>, by position."),
+        click.option("-f", "--force-overwrite", "force", default="false", metavar="true|false",
+                     help="Overwrite existing output files."),
+        click.option("--filter-time", help="<start>/<end> in ns from the start of capture."),
+        click.option("--filter-hgtx", help="<range>[@<domain>][/<index>]: analyse inside that HGTX range."),
+        click.option("--callstack-group-config", "callstack", multiple=True, help="group=frame_re/frame_re/..."),
+        click.option("--ppu-op-config", "opconfig", multiple=True, help="Type=kernel:<re> or Type=hgtx:<re>."),
+        click.option("--kernel-group-config", "kernel_groups", multiple=True, help="name=regex, or @file."),
+        click.option("--help-reports", "--help-rules", "help_reports", is_flag=False, flag_value="ALL", default=None,
+                     metavar="[ALL|name]", help="List the rules, or show one rule's help."),
+        click.option("--help-formats", is_flag=False, flag_value="ALL", default=None, metavar="[ALL]",
+                     help="List the output formats and their options."),
+        click.option("--help-report", metavar="name", help="Show one rule's options and output columns."),
+        click.option("--no-cache", is_flag=True, help="Do not read or write the columnar cache."),
+        click.option("--device-spec", metavar="FILE", help="JSON peak figures of devices for the operator "
+                     "utilisations (see docs/operators.md)."),
+        click.option("--keep-suspect-events", is_flag=True,
+                     help="Keep events with end < start or longer than the capture (left out by default)."),
+        click.option("--merge-reports", is_flag=True, help="Compute the rules over the union of the reports "
+                     "(per-rank reports of one job; runs on Dask, see docs/many-reports.md)."),
+        click.option("--ts-normalize", default="false", metavar="true|false",
+                     help="Timestamps as UTC wall-clock ns (aligns the clocks of several reports)."),
+        click.option("--ts-shift", multiple=True, type=int, metavar="NS",
+                     help="Add NS to the report's timestamps, by position (repeat per report)."),
+        click.option("--scheduler", metavar="tcp://HOST:PORT",
+                     help="Dask scheduler of --merge-reports (default: a local cluster sized to the machine)."),
+        click.option("--skip-bad-reports", is_flag=True, help="Leave out (and name) reports that cannot be read."),
+        click.option("--debug", is_flag=True, help="Show a traceback on errors."),
+    ]
+    for decorator in reversed(decorators):
+        func = decorator(func)
+    return func
+
+
+def execute(command: str, rule_args, reports, formats, outputs, force, filter_time, filter_hgtx, callstack,
+            opconfig, kernel_groups, help_reports, help_report, help_formats, no_cache, keep_suspect_events, check=False,
+            device_spec=None, merge_reports=False, ts_normalize="false", ts_shift=(), scheduler=None,
+            skip_bad_reports=False) -> None:
+    if help_formats:
+        click.echo(FORMATS_HELP)
+        return
+    if help_requested(command, help_reports, help_report):
+        return
+    if not reports:
+        raise AsysError(f"asys {command}: no report given")
+    requests = parse_rule_args(rule_args)
+    default_set = not requests and not check
+    if default_set:
+        requests = [RuleRequest(name) for name in DEFAULT_STATS if name in REGISTRY]
+    if check:
+        requests.insert(0, RuleRequest(CHECK_RULE))
+    settings = settings_from(filter_time, filter_hgtx, callstack, opconfig, kernel_groups, keep_suspect_events,
+                             device_spec)
+    many = ManyOptions(merge_reports, bool_value(ts_normalize, "--ts-normalize"), tuple(ts_shift), scheduler,
+                       skip_bad_reports)
+    run_requests(command, expand_reports(reports), requests, formats, outputs, bool_value(force, "--force-overwrite"),
+                 settings, default_set, cache=not no_cache, many=many)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def asys() -> None:
+    """Statistics and expert-system reports over asysrep and Nsight Systems SQLite reports."""
+
+
+@asys.command("stats")
+@click.option("-r", "--report", "rule_args", multiple=True, help="Rules: name[:opt=val[:flag]][,name...].")
+@click.option("--check", is_flag=True, help="Print the report's data-quality problems (a table; before any -r rules).")
+@common_options
+def stats_command(rule_args, **kwargs) -> None:
+    """Run statistics rules on REPORTS (two reports for the comparison rules)."""
+    kwargs.pop("debug")
+    execute("stats", rule_args, **kwargs)
+
+
+@asys.command("analyze")
+@click.option("-r", "--rule", "rule_args", multiple=True, help="Rules: ppu_gaps[:gap=<ms>], ppu_time_util, ...")
+@common_options
+def analyze_command(rule_args, **kwargs) -> None:
+    """Run the expert rules (ppu_gaps, ppu_time_util) on REPORTS."""
+    kwargs.pop("debug")
+    if kwargs.get("reports") and not rule_args:
+        rule_args = tuple(r.name for r in REGISTRY if r.command == "analyze")
+    execute("analyze", rule_args, **kwargs)
+
+
+@asys.command("compare")
+@click.argument("base")
+@click.argument("target")
+@click.option("-o", "--output", help="<dir>/<prefix>: files <prefix>_<rule>.csv (default: <base>_vs_<target>).")
+@click.option("-f", "--force-overwrite", "force", default="false", metavar="true|false",
+              help="Overwrite existing output files.")
+@click.option("--filter-hgtx", help="<range>[@<domain>][/<index>]: compare inside that HGTX range of each report.")
+@click.option("--ppu-op-config", "opconfig", multiple=True, help="Type=kernel:<re> or Type=hgtx:<re>.")
+@click.option("--fail-if-slower", type=click.FloatRange(min=0), metavar="PERCENT",
+              help="Exit 1 when the target's total time exceeds the base's by more than PERCENT.")
+@click.option("--fail-on", default="ppu_kernel_summary_compare", metavar="RULE",
+              help="The comparison whose total --fail-if-slower checks (default: ppu_kernel_summary_compare).")
+@click.option("--device-spec", metavar="FILE", help="JSON peak figures of devices (see docs/operators.md).")
+@click.option("--no-cache", is_flag=True, help="Do not read or write the columnar cache.")
+@click.option("--debug", is_flag=True, help="Show a traceback on errors.")
+def compare_command(base, target, output, force, filter_hgtx, opconfig, fail_if_slower, fail_on, device_spec, no_cache,
+            debug) -> None:
+    """Compare TARGET with BASE: the default comparison set, a console summary and CSV files."""
+    from asysstats.cli.compare import run_compare
+
+    settings = settings_from(None, filter_hgtx, (), opconfig, (), device_spec=device_spec)
+    text, status = run_compare(base, target, output, bool_value(force, "--force-overwrite"), settings,
+                               fail_if_slower, fail_on, cache=not no_cache)
+    click.echo(text, nl=False)
+    if status:
+        sys.exit(status)
+
+
+@asys.command("sample")
+@click.argument("out", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--scale", default=1, type=click.IntRange(min=1), help="Multiply the number of steps (events).")
+@click.option("--seed", default=7, type=int, help="Random seed.")
+@click.option("-f", "--force-overwrite", "force", default="false", metavar="true|false")
+@click.option("--debug", is_flag=True)
+def sample_command(out: Path, scale: int, seed: int, force: str, debug: bool) -> None:
+    """Write a synthetic asysrep of an LLM inference step on 4 PPUs to OUT."""
+    from asysstats.synth.generator import write_sample
+
+    write_sample(out, scale=scale, seed=seed, force=bool_value(force, "--force-overwrite"))
+
+
+def one_line(message: str) -> str:
+    """Error messages quote user text; control characters in it must not break the line."""
+    return message.replace("\r", "\\r").replace("\n", "\\n")
+
+
+# The cyclic garbage collector, at its default thresholds, rescans the growing heap every 700
+# allocations: 40 % of the time of rules that build a Python object per distinct text (operator
+# annotations). Our objects rarely form cycles, so it runs a hundred times less often.
+GC_THRESHOLDS = (70_000, 20, 20)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    gc.set_threshold(*GC_THRESHOLDS)
+    args = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in args
+    try:
+        asys.main(args=args, prog_name="asys", standalone_mode=False)
+        sys.stdout.flush()  # a closed pipe surfaces here, inside the handler below
+    except AsysError as exc:
+        if debug:
+            traceback.print_exc()
+        click.echo(f"error: {one_line(str(exc))}", err=True)
+        sys.exit(2)
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        click.echo(f"error: {one_line(exc.format_message())}", err=True)
+        sys.exit(2)
+    except (BrokenPipeError, OutputClosed):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        sys.exit(0)
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except Exception as exc:  # an unexpected failure is still one line unless --debug
+        if debug:
+            traceback.print_exc()
+        click.echo(f"error: internal error: {type(exc).__name__}: {one_line(str(exc))} (rerun with --debug)", err=True)
+        sys.exit(3)
+
+
+def entry() -> None:
+    """The ``asys`` console script and ``python -m asysstats``: :func:`main`, then leave without
+    tearing the interpreter down. Freeing every module, array and mapping one by one took
+    0.1-0.2 s, a fifth of a warm summary; exit handlers still run and the streams are flushed."""
+    code: str | int | None
+    try:
+        main()
+        code = 0
+    except SystemExit as exc:
+        code = exc.code
+    if not isinstance(code, int):  # as the interpreter reports sys.exit(None) and sys.exit("text")
+        if code is not None:
+            print(code, file=sys.stderr)
+        code = 0 if code is None else 1
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe: main has already handled it
+            pass
+    os._exit(code)

@@ -12,12 +12,13 @@ to target.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from asysstats.analysis.comparison import as_float
-from asysstats.analysis.inputs import Settings
-from asysstats.api.comparing import DEFAULT_COMPARE, Comparison, compare_reports
+from asysstats.api.comparing import DEFAULT_COMPARE, Comparison, compare_reports, default_rules
+from asysstats.api.reports import open
 from asysstats.core.errors import AsysError
 from asysstats.core.files import refuse_overwrite, write_atomically
 from asysstats.core.result import Result
@@ -44,20 +45,22 @@ def output_files(output: str | None, base: str, target: str, rules: list[str]) -
     return {rule: Path(destination(prefix, Path(base), rule, "csv").target) for rule in rules}
 
 
-def run_compare(base: str, target: str, output: str | None, force: bool, settings: Settings,
+def run_compare(base: str, target: str, output: str | None, force: bool, settings: dict[str, Any],
                 fail_if_slower: float | None = None, fail_on: str = "ppu_kernel_summary_compare",
                 cache: bool = True) -> tuple[str, int]:
     """Compare, write the CSV files; return the console text and the exit status."""
     if fail_on not in TOTALS:
         raise AsysError(f"--fail-on: expected one of {', '.join(TOTALS)}, got {fail_on!r}")
+    rules = default_rules()
     files = output_files(output, base, target, list(DEFAULT_COMPARE))  # checked before minutes of comparing
     for path in files.values():
         refuse_overwrite(path, force)
-    comparison = compare_reports(base, target, settings, cache)
-    verdict = regression_verdict(comparison, fail_on, fail_if_slower) if fail_if_slower is not None else None
-    for rule, result in comparison.results.items():
-        write_atomically(files[rule], csv_parts(result), force)
-    lines = summary_lines(base, target, comparison)
+    with open(base, cache=cache, **settings) as base_report, open(target, cache=cache, **settings) as target_report:
+        comparison = compare_reports(base_report, target_report, rules, lambda rule: rule.parse_options({}))
+        verdict = regression_verdict(comparison, fail_on, fail_if_slower) if fail_if_slower is not None else None
+        for rule, result in comparison.results.items():
+            write_atomically(files[rule], csv_parts(result), force)
+        lines = summary_lines(base, target, comparison)
     lines += ["", "Files:"] + [f"  {files[rule]}" for rule in comparison.results]
     lines += [f"Skipped {note}" for note in comparison.skipped]
     if verdict is None:
@@ -156,9 +159,9 @@ def change_lines(result: Result, rule: str) -> list[str]:
     delta = target - base
     for title, picks in (("Top regressions (slower in target)", np.argsort(-delta, kind="stable")),
                          ("Top improvements (faster in target)", np.argsort(delta, kind="stable"))):
-        picks = [i for i in picks[:TOP_ITEMS] if (delta[i] > 0) == title.startswith("Top regressions")
-                 and delta[i] != 0]
-        lines.append(f"{title}:" if picks else f"{title}: none")
+        chosen = [i for i in picks[:TOP_ITEMS] if (delta[i] > 0) == title.startswith("Top regressions")
+                  and delta[i] != 0]
+        lines.append(f"{title}:" if chosen else f"{title}: none")
         lines += [f"  {delta[i] / 1e6:+.2f} ms  {ms(base[i])} -> {ms(target[i])} ({times(base[i], target[i])})  "
-                  f"{short(names[i])}" for i in picks]
+                  f"{short(names[i])}" for i in chosen]
     return lines

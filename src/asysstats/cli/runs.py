@@ -1,29 +1,40 @@
-"""Running the requested rules over the opened reports and delivering each result to its
-output (console, file or command), as ``asys stats`` and ``asys analyze`` do."""
+"""``asys stats`` and ``asys analyze``: the requested rules run on the reports the API opens,
+each result delivered to its output (console, file or command)."""
 
 from __future__ import annotations
 
 from contextlib import nullcontext
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Callable, Sequence
 
 import click
 
-from asysstats.analysis.declarations import Rule
-from asysstats.analysis.inputs import Inputs, Settings
-from asysstats.api.reports import ManyOptions, close_reports, open_reports
-from asysstats.cli.arguments import parse_format
+from asysstats.analysis.declarations import Options, Rule
+from asysstats.api.catalog import find_rule
+from asysstats.api.reports import Report, open
+from asysstats.cli.arguments import RuleRequest, parse_format
 from asysstats.cli.progress import progress
-from asysstats.cli.selection import RuleRequest
 from asysstats.core.errors import AsysError, MissingData
 from asysstats.core.files import refuse_overwrite
-from asysstats.reading.opening import open_report
-from asysstats.rules.registry import CHECK_RULE, REGISTRY, check_rule
+from asysstats.core.result import Result
 from asysstats.writing.outputs import CONSOLE, FILE, Destination, deliver, destination
 from asysstats.writing.writers import render_parts
 
 
-def pad(values: Sequence[str], count: int) -> list[str | None]:
+@dataclass(frozen=True)
+class ManyOptions:
+    """``--merge-reports``, ``--ts-normalize``, ``--ts-shift``, ``--scheduler``, ``--skip-bad-reports``."""
+
+    merge: bool = False
+    normalize: bool = False
+    shifts: tuple[int, ...] = ()
+    scheduler: str | None = None
+    skip_bad: bool = False
+
+
+def pad(values: Sequence[Any], count: int) -> list[Any]:
     """Extend a positional list to ``count`` items by repeating its last one."""
     values = list(values)
     if not values:
@@ -32,52 +43,89 @@ def pad(values: Sequence[str], count: int) -> list[str | None]:
 
 
 def run_requests(command: str, reports: Sequence[str], requests: list[RuleRequest], formats: Sequence[str],
-                 outputs: Sequence[str], force: bool, settings: Settings, default_set: bool, cache: bool,
+                 outputs: Sequence[str], force: bool, settings: dict[str, Any], default_set: bool, cache: bool,
                  many: ManyOptions = ManyOptions()) -> None:
-    rules = [check_rule() if (command, r.name) == ("stats", CHECK_RULE) else REGISTRY.get(r.name, command)
-             for r in requests]
+    """Check every rule, option, format and output, open the reports, run each rule on each."""
+    rules = [find_rule(r.name, command) for r in requests]
     parsed = [rule.parse_options(r.options) for rule, r in zip(rules, requests)]
     fmts = [parse_format(f) if f else ("column", 1) for f in pad(formats, len(requests))]
     outs = pad(outputs, len(requests))
     for rule in rules:
         if rule.reports == 2 and len(reports) != 2:
             raise AsysError(f"rule '{rule.name}' compares two reports; give a base and a target report")
-    many.check(rules)
-    opened = open_reports(reports, many, cache, lambda line: click.echo(line, err=True), open_report)
+    if many.scheduler and not many.merge:
+        raise AsysError("--scheduler runs merged reports on a cluster; it needs --merge-reports")
+    if many.merge:
+        from asysstats.api.merging.hosts import check_mergeable
+
+        for rule in rules:
+            check_mergeable(rule)
+    opened = open_reports(reports, many, cache, settings, lambda line: click.echo(line, err=True))
     try:
-        run_opened(opened, rules, parsed, fmts, outs, force, settings, default_set, many.runner())
+        run_opened(opened, rules, parsed, fmts, outs, force, default_set)
     finally:
-        close_reports(opened)
+        for report in opened:
+            report.close()
 
 
-def run_opened(opened, rules, parsed, fmts, outs, force, settings, default_set, run) -> None:
+def open_reports(paths: Sequence[str], many: ManyOptions, cache: bool, settings: dict[str, Any],
+                 warn: Callable[[str], None]) -> list[Report]:
+    """The reports a run reads: one merged report, or one per path (its clock shifted when
+    asked); with ``skip_bad``, those that cannot be read are left out with a warning."""
+    if many.merge:
+        merged = open(paths, cache=cache, merge=True, scheduler=many.scheduler, skip_bad_reports=many.skip_bad,
+                      ts_normalize=many.normalize, ts_shift=many.shifts, **settings)
+        for message in merged.skipped:
+            warn(f"skipped: {message}")
+        return [merged]
+    opened = []
+    for path, shift in zip(paths, pad(many.shifts or (0,), len(paths))):
+        try:
+            opened.append(open(path, cache=cache, ts_normalize=many.normalize, ts_shift=shift, **settings))
+        except AsysError as exc:
+            if not many.skip_bad:
+                raise
+            warn(f"skipped: {exc}")
+    if not opened:
+        raise AsysError(f"none of the {len(paths)} reports could be read")
+    return opened
+
+
+def run_opened(opened: list[Report], rules: list[Rule[Any]], parsed: list[Options], fmts: list[tuple[str, int]],
+               outs: list[str | None], force: bool, default_set: bool) -> None:
     planned = [destinations(opened, rule, fmt, out, force) for rule, (fmt, _), out in zip(rules, fmts, outs)]
-    notes: list[str] = []  # data-quality notes, printed after the run (the inputs, and what they share, let go)
+    notes: list[str] = []  # data-quality notes, printed after the run
     for rule, options, (fmt, decimals), dests in zip(rules, parsed, fmts, planned):
-        sides = [Inputs(r, settings) for r in opened]
-        targets = [tuple(sides[:2])] if rule.reports == 2 else sides
-        for report, inputs, dest in zip(opened, targets, dests):
+        runs: list[tuple[Report, Callable[[], Result]]]
+        if rule.reports == 2:
+            from asysstats.api.comparing import run_comparison  # the runs of a comparison rule only
+
+            runs = [(opened[0], partial(run_comparison, rule, options, opened[0], opened[1]))]
+        else:
+            runs = [(report, partial(report.run, rule, options)) for report in opened]
+        for (report, run), dest in zip(runs, dests):
             try:
                 with progress(f"{rule.name} on {report.path.name}"):
-                    result = run(rule, options, inputs)
+                    result = run()
             except MissingData as exc:
                 if not default_set:
                     raise
                 click.echo(f"SKIPPED: {exc}", err=True)
                 continue
-            several = len(targets) > 1  # one output per report: headings name it
+            notes += result.notes
+            several = len(runs) > 1  # one output per report: headings name it
             shown = "column" if fmt == "xlsx" and dest.kind == CONSOLE else fmt
             content = render_parts(result, shown, decimals)
             if dest.kind == CONSOLE and shown == "column" and (len(rules) > 1 or default_set or several):
                 deliver(f"\n** {rule.title} ({rule.name}){f' - {report.path}' if several else ''}:\n\n", dest, force)
             with progress(f"writing {dest.target}") if dest.kind == FILE else nullcontext():  # a trace: seconds
                 deliver(content, dest, force)
-        notes += [note for side in sides for note in side.notes]
     for note in dict.fromkeys(notes):
         click.echo(f"note: {note}", err=True)
 
 
-def destinations(opened: list, rule: Rule, fmt: str, output: str | None, force: bool) -> list[Destination]:
+def destinations(opened: list[Report], rule: Rule[Any], fmt: str, output: str | None,
+                 force: bool) -> list[Destination]:
     """Where the rule's result on each report goes (one, for a comparison of two), found before
     any rule runs: a missing folder, or a file that is there without ``force``, stops the run
     before minutes of work rather than after."""

@@ -23,7 +23,7 @@ def from_numpy(values: np.ndarray) -> pa.Array:
     return pa.Array.from_buffers(pa.from_numpy_dtype(values.dtype), len(values), [None, pa.py_buffer(values)])
 
 
-def from_texts(values: Sequence[str | None]) -> pa.Array:
+def from_texts(values: Sequence[str | None] | np.ndarray) -> pa.Array:
     """Strings (``None`` for null) as an Arrow string array; 64-bit offsets for large text.
     Joined and encoded in one piece (C loops), per string only for non-ASCII text."""
     items = np.asarray(values, dtype=object).reshape(-1)

@@ -76,7 +76,7 @@ def dense_distinct(values: np.ndarray, high: int, narrow: bool = False) -> tuple
     present[values] = True
     uniq = np.flatnonzero(present)
     # zeroed pages are mapped lazily: only those written cost
-    slot = np.zeros(high + 1, dtype=code_type(len(uniq)) if narrow else np.int64)
+    slot: np.ndarray = np.zeros(high + 1, dtype=code_type(len(uniq)) if narrow else np.int64)
     slot[uniq] = np.arange(len(uniq))
     return uniq, slot[values]
 

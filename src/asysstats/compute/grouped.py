@@ -202,7 +202,7 @@ def percentile_sorted(groups: Groups, values: np.ndarray, q: float) -> np.ndarra
     return ordered[groups.bounds[:-1] + np.maximum(rank, 1) - 1]
 
 
-def share_percent(part: np.ndarray, total: float) -> np.ndarray:
+def share_percent(part: np.ndarray | float, total: float) -> np.ndarray:
     """``100 * part / total``; NaN (printed as ``-``) when the total is 0."""
     part = np.asarray(part, dtype=np.float64)
     if total == 0:

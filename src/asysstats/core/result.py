@@ -6,12 +6,15 @@ A column is a numpy array (string ids for text), an Arrow string array, or a
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
 from asysstats.core.columns import Column, Frame
 from asysstats.core.strings import StringPool
+
+if TYPE_CHECKING:
+    from asysstats.compute.distinct import Coded
 
 
 class Gathered:
@@ -21,7 +24,7 @@ class Gathered:
 
     __slots__ = ("values", "rows")
 
-    def __init__(self, values: np.ndarray | Callable[[np.ndarray], np.ndarray], rows: np.ndarray) -> None:
+    def __init__(self, values: np.ndarray | Coded | Callable[[np.ndarray], np.ndarray], rows: np.ndarray) -> None:
         self.values, self.rows = values, rows
 
     def __len__(self) -> int:
@@ -46,6 +49,7 @@ class Result:
     columns: tuple[Column, ...]
     frame: Frame
     strings: StringPool
+    notes: tuple[str, ...] = ()  # one-line data-quality notes of the run (events left out, ...)
 
     @property
     def rows(self) -> int:

@@ -146,7 +146,7 @@ class StringPool:
             self._blocks.append(block)
         if derived:
             self._count += len(block.values)
-            if joined is not None and self._derived and self._derived[-1] is last.values:
+            if joined is not None and last is not None and self._derived and self._derived[-1] is last.values:
                 self._derived[-1] = joined.values
             elif self._derived and max(len(self._derived[-1]), len(block.values)) < SMALL_BLOCK:
                 self._derived[-1] = pa.concat_arrays([self._derived[-1], block.values])

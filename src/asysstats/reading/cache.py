@@ -181,11 +181,12 @@ def _digest(dictionaries: list[pa.Array], keys: pa.ChunkedArray) -> bytes:
     """A hash of the fingerprint format, the dictionaries' strings (lengths and bytes) and their
     fingerprints (hex, as schema metadata stores it)."""
     digest = hashlib.sha256(KEY_FORMAT)
+    # the ignores: numpy's stubs make ndarray a Buffer only for Python >= 3.12
     for dictionary in dictionaries:
         if len(dictionary):
             offsets = text_offsets(dictionary)
-            digest.update(offsets - offsets[0] if offsets[0] else offsets)
+            digest.update(offsets - offsets[0] if offsets[0] else offsets)  # type: ignore[arg-type]
             digest.update(text_bytes(dictionary))
     for chunk in keys.chunks:
-        digest.update(to_numpy(chunk, np.dtype(np.uint64)))
+        digest.update(to_numpy(chunk, np.dtype(np.uint64)))  # type: ignore[arg-type]
     return digest.hexdigest().encode()

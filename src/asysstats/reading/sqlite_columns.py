@@ -14,7 +14,7 @@ import sqlite3
 import urllib.parse
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Sequence, cast
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -86,7 +86,8 @@ class TableReader:
 
     def _declared_in_utf8(self, table: str) -> bool:
         """Whether the table's declaration (its column types) is valid UTF-8."""
-        declared = self.scalar(table, f"SELECT CAST(sql AS BLOB) FROM sqlite_master WHERE name = '{table}'")
+        declared = cast("bytes | None",
+                        self.scalar(table, f"SELECT CAST(sql AS BLOB) FROM sqlite_master WHERE name = '{table}'"))
         try:
             bytes(declared or b"").decode("utf-8")
             return True
@@ -115,9 +116,10 @@ class TableReader:
 
         # separate queries: SQLite answers a lone min() or max() of the rowid from the b-tree,
         # but both in one query scans the table
-        lo, hi = (self.scalar(table, f'SELECT {end}(rowid) FROM "{table}"') for end in ("min", "max"))
+        lo, hi = (cast("int | None", self.scalar(table, f'SELECT {end}(rowid) FROM "{table}"'))
+                  for end in ("min", "max"))
         threads = min(os.cpu_count() or 1, 4)
-        if lo is None or hi - lo < SLICE_ROWS or threads < 2:
+        if lo is None or hi is None or hi - lo < SLICE_ROWS or threads < 2:  # both None in an empty table
             return read(query)
         queries = [f"{query} WHERE rowid >= {at} AND rowid < {at + SLICE_ROWS}" for at in range(lo, hi + 1, SLICE_ROWS)]
         with ThreadPoolExecutor(threads) as pool:

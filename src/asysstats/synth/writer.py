@@ -39,7 +39,7 @@ class ReportWriter:
     def strings(self, texts: Iterable[str]) -> np.ndarray:
         return np.array([self.string(t) for t in texts], dtype=np.int64)
 
-    def add(self, table: str, **columns: Sequence[object] | np.ndarray | int | str | None) -> None:
+    def add(self, table: str, **columns: Sequence[object] | np.ndarray | int | float | str | None) -> None:
         """Append rows to a logical table; scalars broadcast over the longest column.
 
         In numeric numpy columns, ``NULL`` (int) and NaN (float) cells are written as SQL NULL.

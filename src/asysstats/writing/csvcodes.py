@@ -33,7 +33,7 @@ class Coding(NamedTuple):
 
     cells: pa.Array
     codes: np.ndarray
-    index: np.ndarray | None = None
+    index: np.ndarray | None = None  # type: ignore[assignment]  # the field shadows tuple.index, as a NamedTuple's may
 
     def at(self, start: int, stop: int) -> tuple[pa.Array, np.ndarray]:
         """The cells and codes of the rows ``[start, stop)``; cells more than the rows are cut
@@ -79,7 +79,7 @@ def column_coding(kind: str, column: object, strings: StringPool, decimals: int)
         return None
     index = None
     if isinstance(column, Gathered):
-        column, index = column.values, column.rows
+        index, column = column.rows, column.values
     if isinstance(column, Coded):
         uniq, codes = column.values, column.codes
     else:

@@ -13,7 +13,7 @@ of its rows; one ``binary_join_element_wise`` of the per-row cell arrays writes 
 from __future__ import annotations
 
 from itertools import groupby
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 import numpy as np
 import pyarrow as pa
@@ -60,7 +60,7 @@ def csv_lines(result: Result, parts: list[Segment], start: int, stop: int, decim
         values.append(column[start:stop])
         coded.append(piece_coding(segment.columns[0].kind, values[-1], result.strings, decimals))
         if coded[-1] is not None:
-            values[-1] = coded[-1].codes
+            values[-1] = cast(np.ndarray, coded[-1].codes)  # piece_coding codes every row
     kinds = [segment.columns[0].kind for segment in parts]
     columns = [Piece([row_numbers(start, stop)])]
     for (first, last), changed in run_groups(values, [p is None for p in coded]):
@@ -172,6 +172,7 @@ def combined(columns: list[Piece]) -> list[Piece]:
     while the combinations stay few. Combined a column at a time, so that keys stay dense."""
     pieces = []
     while columns:
+        assert columns[0].codes is not None  # csv_lines combines coded columns only
         used, key = distinct(columns[0].codes)  # the first column's values that occur, dense
         steps, taken = [], 1
         for column in columns[1:] if len(used) * FEW_SHARE <= len(key) else []:  # else no combination is few

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Iterable
 
 import numpy as np
 
@@ -56,7 +56,7 @@ class AnalysisOptions(Options):
                 "pccl": self.no_merge_communication_parameter}.get(family, False)
 
 
-def order_by(choices: Sequence[str], default: str, what: str) -> Option:
+def order_by(choices: Iterable[str], default: str, what: str) -> Option:
     return Option("order-by", "choice", f"Sort order: {what}.", default, choices=tuple(choices))
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Collection
 
 import numpy as np
 
@@ -107,7 +107,7 @@ def work_of(parsed: Parsed) -> Work | None:
     return None
 
 
-def work_arrays(works: list[Work | None]) -> dict[str, np.ndarray]:
+def work_arrays(works: Collection[Work | None]) -> dict[str, np.ndarray]:
     """``flops``/``load``/``store`` floats (NaN without a model) and ``field`` (the data type's
     peak field, an index into ``PEAK_FIELDS``) per item."""
     out = {f: np.array([getattr(w, f) if w else math.nan for w in works], dtype=np.float64) for f in WORK_FIELDS}
@@ -124,7 +124,7 @@ def device_peaks(inputs: "Inputs") -> dict[int, dict[str, float]]:
     table = inputs.table("devices", PEAK_READS["devices"])
     names = inputs.strings.lookup(table["name"])
     extra = tuple(getattr(inputs.settings, "device_specs", ()))
-    peaks = {}
+    peaks: dict[int, dict[str, float]] = {}
     for row, (device, name) in enumerate(zip(table["id"].tolist(), names)):
         spec = find_device(name, extra)
         figures = {f: float(table[TABLE_PEAKS[f]][row]) for f in PEAK_FIELDS}

@@ -60,7 +60,7 @@ class TypeFilter:
     allowed: frozenset[str]
     others: bool
 
-    def __contains__(self, name: str) -> bool:
+    def __contains__(self, name: object) -> bool:
         return name in self.allowed
 
 
@@ -106,7 +106,9 @@ class Recognised(Sequence[Parsed]):
     def __getitem__(self, index: int) -> Parsed:  # type: ignore[override]
         if index < len(self.eager):
             return self.eager[index]
-        return parse_pytorch(self.torch[index - len(self.eager)].as_py())
+        parsed = parse_pytorch(self.torch[index - len(self.eager)].as_py())
+        assert parsed is not None  # torch_mask takes only texts parse_pytorch parses
+        return parsed
 
     def column(self, fn: Callable[[Parsed], Any], torch: Any, dtype: Any = None) -> np.ndarray:
         """``fn`` of each text's :class:`Parsed`; for the bulk PyTorch texts ``torch`` (what
@@ -175,7 +177,7 @@ def classify_kernels(pool: StringPool, names: np.ndarray, rules: tuple[CustomRul
         by_rule.append(rule is not None)
     named = [i for i, n in enumerate(found) if n]
     ids = np.full(len(found), -1, dtype=np.int64)
-    ids[named] = pool.intern(found[i] for i in named)
+    ids[named] = pool.intern(n for n in found if n)
     kind[valid] = ids[slot]
     custom[valid] = np.asarray(by_rule, dtype=bool)[slot]
     return kind, custom

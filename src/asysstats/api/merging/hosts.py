@@ -46,7 +46,7 @@ def run_merged(rule: Rule[Any], options: Options, inputs: Inputs) -> Result:
     report = inputs.report
     devices = getattr(options, "device", None)  # the rules that take device=
     if devices is not None:
-        options = replace(options, device=job_devices(report, devices))
+        options = replace(options, device=job_devices(report, devices))  # type: ignore[call-arg]  # its rule's field
     if rule.summary is not None:  # statistics reduced where each report lives
         return with_hosts(run_reduced(rule, options, inputs), report)
     return with_hosts(run_rule(rule, options, inputs), report)

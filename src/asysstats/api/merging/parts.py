@@ -23,7 +23,7 @@ from asysstats.core.strings import StringPool
 from asysstats.reading.merged.cluster import InlineExecutor
 from asysstats.reading.merged.report import Member, MergedReport, interned
 from asysstats.reading.merged.worker import VIEWS, Part, Text, encode_text, take_text
-from asysstats.rules.registry import REGISTRY
+from asysstats.rulebook.registry import REGISTRY
 
 Key = Union[np.ndarray, Text]  # a key column: integers, or text as (codes, distinct strings)
 # a bucket's groups (their keys and numbers in the head), each row's group among them, the values
@@ -78,8 +78,10 @@ def summary_part(member: Member, job: Job, rule: str, options: Options) -> tuple
     report = VIEWS[key]
     report.hgtx_end = job.hgtx_end  # known once a rule reads HGTX ranges, before they are built
     declared = REGISTRY.get(rule)
+    summary = declared.summary
+    assert summary is not None, f"rule {rule} is not a summary: it is not reduced"
     inputs = Inputs(report, job.settings, job.scope, declared.reads, declared.name)
-    rows = declared.summary.rows(inputs, options)
+    rows = summary.rows(inputs, options)
     keys, partial, group = partials(rows.keys, rows.values)
 
     travelling = [encode_text(report.strings, k) if i in rows.text else k for i, k in enumerate(keys)]

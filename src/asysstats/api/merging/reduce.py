@@ -29,7 +29,7 @@ from asysstats.reading.merged.report import ENUM_TABLES, MergedReport, interned,
 from asysstats.reading.schema import TABLES
 
 FOLDED = ("analysis", "session_start") + ENUM_TABLES
-NOTE = re.compile(r"^(.*?): (\d+) (.*)$")  # "<report>: <count> <what>" (asysstats.rules.quality)
+NOTE = re.compile(r"^(.*?): (\d+) (.*)$")  # "<report>: <count> <what>" (asysstats.rulebook.quality)
 
 
 @dataclass
@@ -68,7 +68,9 @@ def run_reduced(rule: Rule[Any], options: Options, inputs: Inputs) -> Result:
                                {f: np.concatenate([h.partials[f] for h in heads]) for f in PARTIAL_FIELDS})
     stats["median"] = joined_medians(heads, group, reduced)
     inputs.notes.extend(n for n in summed_notes([n for h in heads for n in h.notes]) if n not in inputs.notes)
-    return rule.shaped(options, rule.summary.frame(inputs, options, keys, stats), inputs.strings)
+    summary = rule.summary
+    assert summary is not None, f"rule {rule.name} is not a summary: it is not reduced"
+    return rule.shaped(options, summary.frame(inputs, options, keys, stats), inputs.strings, inputs.notes)
 
 
 def shared(merged: MergedReport, reads_hgtx: bool) -> Shared:

@@ -20,14 +20,16 @@ import numpy as np
 from asysstats.compute.distinct import distinct
 from asysstats.reading.merged.identity import Placement, place
 from asysstats.reading.opening import open_report
+from asysstats.reading.protocol import ReportSource
 from asysstats.reading.schema import TABLES
 
 ACTIVITY_TABLES = ("kernels", "memcpy", "memset")
 Text = tuple[np.ndarray, list]  # per-row codes (-1: missing) into a list of distinct strings
 Part = dict[str, Union[np.ndarray, Text]]
 
-_OPEN: dict[tuple[str, bool], object] = {}
-VIEWS: dict[tuple[str, str], object] = {}  # (merged set, path) -> the report as a part (asysstats.api.merging.parts)
+_OPEN: dict[tuple[str, bool], ReportSource] = {}
+# (merged set, path) -> the report as a part (asysstats.api.merging.parts)
+VIEWS: dict[tuple[str, str], ReportSource] = {}
 
 
 @dataclass(frozen=True)
@@ -48,7 +50,7 @@ def visible(paths: Sequence[str]) -> list[bool]:
     return [os.path.isfile(p) for p in paths]
 
 
-def opened(path: str, cache: bool):
+def opened(path: str, cache: bool) -> ReportSource:
     key = (path, cache)
     if key not in _OPEN:
         _OPEN[key] = open_report(path, cache=cache)
@@ -61,10 +63,10 @@ def describe(path: str, cache: bool) -> ReportInfo:
     physical = {name: tuple(report.physical_tables(name)) for name in TABLES if report.has(name)}
     analysis = report.load("analysis") if "analysis" in physical else None
     session = report.load("session_start") if "session_start" in physical else None
-    ranged = analysis is not None and analysis.rows > 0
+    ranged = analysis if analysis is not None and analysis.rows > 0 else None
     return ReportInfo(path, report.dialect, physical, device_span(report, physical),
-                      int(analysis["startTime"][0]) if ranged else None,
-                      int(analysis["stopTime"][0]) if ranged else None,
+                      int(ranged["startTime"][0]) if ranged is not None else None,
+                      int(ranged["stopTime"][0]) if ranged is not None else None,
                       int(session["utcEpochNs"][0]) if session is not None and session.rows else None)
 
 

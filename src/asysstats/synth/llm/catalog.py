@@ -8,6 +8,7 @@ expert parallelism over 4 PPUs; the texts follow the annotation formats of the a
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypedDict
 
 from asysstats.analysis.names import base_name, demangle
 
@@ -91,8 +92,27 @@ KERNELS: dict[str, Kernel] = {
                   "PcLm3EEEEviT0_T1_", (1, 1, 1), (128, 1, 1), 20),
 }
 
+
+class DeviceInfo(TypedDict):
+    """The sample device's row of the devices table, by column."""
+
+    name: str
+    computeMajor: int
+    computeMinor: int
+    asyncEngineCount: int
+    cuCount: int
+    totalMemory: int
+    clockRate: int
+    memoryClockRate: int
+    memoryBandwidth: int
+    peakFlopsBf16: float
+    peakFlopsFp16: float
+    peakFlopsFp32: float
+    peakFlopsInt8: float
+
+
 # Device figures (TARGET_INFO_PPU); peak figures as in the device catalogue.
-DEVICE_INFO = dict(
+DEVICE_INFO: DeviceInfo = dict(
     name="PPU-ZW810E", computeMajor=8, computeMinor=0, asyncEngineCount=4, cuCount=108,
     totalMemory=96 * 2**30, clockRate=1_500_000_000, memoryClockRate=1_800_000_000,
     memoryBandwidth=2_764_800_000_000, peakFlopsBf16=139e12, peakFlopsFp16=139e12, peakFlopsFp32=34.75e12,

@@ -19,6 +19,7 @@ SESSION_UTC_NS = 1_767_225_600_000_000_000
 EVENT_TABLES = ("runtime", "kernels", "memcpy", "memset", "hgtx", "osrt", "graph_nodes", "memory_usage",
                 "pccl_stages")
 Columns = dict[str, np.ndarray]
+EventColumns = dict[str, np.ndarray | int]  # a table's columns: per event, or one value for every event
 
 
 def build(writer: ReportWriter, scale: int, seed: int) -> None:
@@ -44,7 +45,7 @@ class Events:
         self.w, self.sched, self.rng = writer, sched, rng
         self.texts = TextFiller(sched, rng, experts=128, topk=8)
 
-    def write(self, templates: dict[str, Template], batches: Columns) -> list[tuple[np.ndarray, np.ndarray]]:
+    def write(self, templates: dict[str, Template], batches: EventColumns) -> list[tuple[np.ndarray, np.ndarray]]:
         """Writes every event table sorted by start; returns each device's busy intervals."""
         busy = []
         for table in EVENT_TABLES:
@@ -65,12 +66,12 @@ class Events:
     def correlation(self, rows: Columns, ev: Columns) -> np.ndarray:
         return self.sched.corr_base[ev["step"]] + rows["call"][ev["row"]]
 
-    def device_work(self, rows: Columns, ev: Columns) -> Columns:
+    def device_work(self, rows: Columns, ev: Columns) -> EventColumns:
         return dict(start=ev["start"], end=ev["end"], deviceId=ev["device"], contextId=1,
                     streamId=rows["streamId"][ev["row"]], correlationId=self.correlation(rows, ev),
                     globalPid=static.GLOBAL_PID[ev["device"]], graphNodeId=rows["graphNodeId"][ev["row"]])
 
-    def kernels(self, rows: Columns, ev: Columns) -> Columns:
+    def kernels(self, rows: Columns, ev: Columns) -> EventColumns:
         specs = [KERNELS[k] for k in rows["key"]]
         per_row = {
             "demangledName": [self.w.string(s.demangled) for s in specs],
@@ -85,42 +86,42 @@ class Events:
         columns = {name: np.array(values, dtype=np.int64)[ev["row"]] for name, values in per_row.items()}
         return {**self.device_work(rows, ev), **columns, "graphId": rows["graphId"][ev["row"]]}
 
-    def memcpy(self, rows: Columns, ev: Columns) -> Columns:
+    def memcpy(self, rows: Columns, ev: Columns) -> EventColumns:
         return {**self.device_work(rows, ev), **{c: rows[c][ev["row"]] for c in ("bytes", "copyKind", "srcKind",
                                                                                  "dstKind")}}
 
-    def memset(self, rows: Columns, ev: Columns) -> Columns:
+    def memset(self, rows: Columns, ev: Columns) -> EventColumns:
         return {**self.device_work(rows, ev), "value": 0, "bytes": rows["bytes"][ev["row"]],
                 "memKind": rows["dstKind"][ev["row"]]}
 
-    def runtime(self, rows: Columns, ev: Columns) -> Columns:
+    def runtime(self, rows: Columns, ev: Columns) -> EventColumns:
         return dict(start=ev["start"], end=ev["end"], globalTid=static.GLOBAL_TID["main"][ev["device"]],
                     correlationId=self.correlation(rows, ev), nameId=self.w.strings(rows["api"])[ev["row"]],
                     returnValue=rows["ret"][ev["row"]],
                     callchainId=static.callchain_ids(rows["callchain"], ev["row"], ev["device"]))
 
-    def osrt(self, rows: Columns, ev: Columns) -> Columns:
+    def osrt(self, rows: Columns, ev: Columns) -> EventColumns:
         return dict(start=ev["start"], end=ev["end"], nameId=self.w.strings(rows["name"])[ev["row"]],
                     globalTid=static.thread_ids(rows["thread"], ev["row"], ev["device"]),
                     returnValue=rows["ret"][ev["row"]], nestingLevel=0)
 
-    def graph_nodes(self, rows: Columns, ev: Columns) -> Columns:
+    def graph_nodes(self, rows: Columns, ev: Columns) -> EventColumns:
         return dict(start=ev["start"], end=ev["end"], globalTid=static.GLOBAL_TID["main"][ev["device"]],
                     correlationId=self.correlation(rows, ev), nameId=self.w.strings(rows["api"])[ev["row"]],
                     **{c: rows[c][ev["row"]] for c in ("graphId", "graphNodeId", "originalGraphNodeId")})
 
-    def memory_usage(self, rows: Columns, ev: Columns) -> Columns:
+    def memory_usage(self, rows: Columns, ev: Columns) -> EventColumns:
         return dict(start=ev["start"], globalPid=static.GLOBAL_PID[ev["device"]],
                     globalTid=static.GLOBAL_TID["main"][ev["device"]], deviceId=ev["device"], contextId=1,
                     address=rows["address"][ev["row"]], bytes=rows["bytes"][ev["row"]], memKind=3, accessFlags=1,
                     memoryOperationType=rows["operation"][ev["row"]], correlationId=self.correlation(rows, ev))
 
-    def pccl_stages(self, rows: Columns, ev: Columns) -> Columns:
+    def pccl_stages(self, rows: Columns, ev: Columns) -> EventColumns:
         return dict(start=ev["start"], end=ev["end"], globalTid=static.GLOBAL_TID["proxy"][ev["device"]],
                     deviceId=ev["device"], channelId=rows["channelId"][ev["row"]],
                     channelType=rows["channelType"][ev["row"]], stageNameId=self.w.strings(rows["stage"])[ev["row"]])
 
-    def hgtx(self, rows: Columns, ev: Columns) -> Columns:
+    def hgtx(self, rows: Columns, ev: Columns) -> EventColumns:
         """Registered texts (``textId``) where only the rank varies, inline ``text`` otherwise."""
         n_rows = len(rows["text"])
         text = np.full(len(ev["row"]), None, dtype=object)
@@ -137,7 +138,7 @@ class Events:
                     endGlobalTid=static.thread_ids(rows["endThread"], ev["row"], ev["device"]),
                     domainId=domain[ev["row"]], text=text, textId=text_ids[ev["row"], ev["device"]])
 
-    def batches(self, prefill_steps: np.ndarray) -> Columns:
+    def batches(self, prefill_steps: np.ndarray) -> EventColumns:
         """Per batch of requests and process: a start/end range from the scheduler thread to the main
         thread over the batch's steps, and a mark when the scheduler admits it."""
         n = len(prefill_steps) * DEVICES

@@ -40,6 +40,7 @@ def write_static(writer: ReportWriter, rng: np.random.Generator) -> None:
     writer.add("devices", id=np.arange(DEVICES), uuid=np.array(uuids, dtype=object), hostname=HOSTNAME,
                busLocation=np.array([f"0000:{0x3b + 0x20 * d:02x}:00.0" for d in range(DEVICES)], dtype=object),
                **DEVICE_INFO)
+    depth: list[int]
     ids, depth, symbol, module = [], [], [], []
     for device in range(DEVICES):
         for k, frames in enumerate(CALLCHAINS.values()):

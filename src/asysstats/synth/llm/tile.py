@@ -94,7 +94,7 @@ class TextFiller:
         self.pool = pa.array([",".join(map(str, r)) + ",..." for r in ids.tolist()])
 
     def fill(self, pattern: str, step: np.ndarray, device: np.ndarray) -> pa.Array:
-        parts: list[object] = []
+        parts: list[str | pa.Array] = []
         for literal, name, _, _ in string.Formatter().parse(pattern):
             if literal:
                 parts.append(literal)
@@ -105,7 +105,9 @@ class TextFiller:
         return pc.binary_join_element_wise(*parts, "")
 
     def value(self, name: str, step: np.ndarray, device: np.ndarray) -> pa.Array:
-        key, digits = FIELD.match(name).groups()
+        match = FIELD.match(name)
+        assert match is not None  # the templates' fields are a word and digits
+        key, digits = match.groups()
         arg = int(digits or 0)
         s = self.sched
         if key == "topkids":

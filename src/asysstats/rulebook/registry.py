@@ -55,7 +55,7 @@ class Registry:
         return rule
 
 
-# Module of ``asysstats.rules`` -> the names of its ``RULES``, in their order (checked on import).
+# Module of ``asysstats.rulebook`` -> the names of its ``RULES``, in their order (checked on import).
 RULE_MODULES = {
     "kernels": ("hggc_ppu_kern_sum",),
     "api": ("hggc_api_sum", "hggc_api_trace"),
@@ -90,7 +90,7 @@ RULE_MODULES = {
     "compare_breakdown": ("ppu_operator_kernel_breakdown_compare", "ppu_operator_breakdown_compare"),
 }
 
-REGISTRY = Registry("asysstats.rules", RULE_MODULES)
+REGISTRY = Registry("asysstats.rulebook", RULE_MODULES)
 
 # The default `asys stats` set (Nsight's default set, renamed), limited to existing rules.
 DEFAULT_STATS = ("hgtx_sum", "osrt_sum", "hggc_api_sum", "hggc_ppu_kern_sum",
@@ -100,7 +100,7 @@ CHECK_RULE = "report_check"  # `asys stats --check` (also `-r report_check`); no
 
 
 def check_rule() -> Rule:
-    """The rule of ``--check`` (:mod:`asysstats.rules.quality`, imported only when asked for)."""
-    from asysstats.rules.quality import CHECK
+    """The rule of ``--check`` (:mod:`asysstats.rulebook.quality`, imported only when asked for)."""
+    from asysstats.rulebook.quality import CHECK
 
     return CHECK

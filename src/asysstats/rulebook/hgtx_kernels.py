@@ -41,7 +41,7 @@ from asysstats.core.memory import release_memory
 from asysstats.core.result import Gathered
 from asysstats.core.strings import StringPool
 from asysstats.core.tables import NA, EventTable
-from asysstats.rules.kernel_traces import dimension_ids
+from asysstats.rulebook.kernel_traces import dimension_ids
 
 if TYPE_CHECKING:
     import regex

@@ -7,6 +7,7 @@ import numpy as np
 from asysstats.analysis.declarations import RowsOptions, Rule
 from asysstats.analysis.inputs import Inputs
 from asysstats.analysis.summary import StatColumns, summarize
+from asysstats.compute.grouped import Key
 from asysstats.core.columns import INT, TEXT, Column, Frame
 
 KEY_COLUMNS = (
@@ -37,7 +38,7 @@ def stage_sum(inputs: Inputs, options: RowsOptions) -> Frame:
     type_rank = pool.sort_rank(channel_type.values)  # distinct texts: one rank each, 0 to n - 1
     type_of_rank = np.empty_like(channel_type.values)
     type_of_rank[type_rank] = channel_type.values
-    keys = [pool.canonical_coded(stages["stageNameId"]), stages["pid"], stages["deviceId"], stages["tid"],
+    keys: list[Key] = [pool.canonical_coded(stages["stageNameId"]), stages["pid"], stages["deviceId"], stages["tid"],
             stages["channelId"], channel_type.mapped(type_rank)]  # ties: name, then the keys in column order
     groups, stats, order = summarize(pool, keys, stages["end"] - stages["start"], 0)
     frame = STATS.cells(stats, order)

@@ -70,7 +70,7 @@ def table_coded(values: np.ndarray, first: int, rows: int, fill: int | float) ->
     uniq, codes = distinct(values, narrow=True) if integers else np.unique(values, return_inverse=True)
     at = int(np.searchsorted(uniq, fill))  # NaN sorts last
     added = at == len(uniq) or not (uniq[at] == fill or np.isnan(fill) and np.isnan(uniq[at]))
-    stacked = np.full(rows, at, dtype=code_type(len(uniq) + added))
+    stacked: np.ndarray = np.full(rows, at, dtype=code_type(len(uniq) + added))
     own = stacked[first:first + len(values)]
     own[:] = codes
     if added:  # the fill takes its place among the values

@@ -43,7 +43,7 @@ from asysstats.analysis.operators.common import (
     order_by,
 )
 from asysstats.core.columns import PAIR_INT, PAIR_PERCENT, PAIR_TEXT, Frame
-from asysstats.rules.operators_summary import OP_SUM, SUM_ORDER, TYPE_SUM
+from asysstats.rulebook.operators_summary import OP_SUM, SUM_ORDER, TYPE_SUM
 
 if TYPE_CHECKING:
     import regex

@@ -160,7 +160,7 @@ def broken_nesting(inputs: "Inputs") -> list[Finding]:
 def unmatched_frees(inputs: "Inputs") -> list[Finding]:
     if not inputs.has("memory_usage"):
         return []
-    from asysstats.rules.memory_usage import ALLOC, FREE, released_pairs
+    from asysstats.rulebook.memory_usage import ALLOC, FREE, released_pairs
 
     mem = inputs.whole("memory_usage", MEMORY_COLUMNS)
     op = mem["memoryOperationType"]

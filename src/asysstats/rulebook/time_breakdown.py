@@ -104,6 +104,7 @@ def time_breakdown(inputs: Inputs, options: BreakdownOptions) -> Frame:
     acts = bucketed_activities(inputs, options)
     groups = [(ALL, np.ones(len(acts["start"]), dtype=bool))] if len(acts["start"]) else []
     groups += [(str(dev), acts["deviceId"] == dev) for dev in distinct_sorted(np.sort(acts["deviceId"]))]
+    types: list[str]
     labels, types, times, shares = [], [], [], []
     for label, rows in groups:
         figures = breakdown(acts["start"][rows], acts["end"][rows], acts["bucket"][rows])

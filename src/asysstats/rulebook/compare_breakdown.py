@@ -67,8 +67,8 @@ from asysstats.core.tables import NA
 
 if TYPE_CHECKING:
     import regex
-from asysstats.rules.compare_operators import match_key
-from asysstats.rules.operators_breakdown import ORDERS, library_utilisation, nested_order, percent
+from asysstats.rulebook.compare_operators import match_key
+from asysstats.rulebook.operators_breakdown import ORDERS, library_utilisation, nested_order, percent
 
 SENTINELS = {NATIVE: "<native>", IDLE: "<idle>"}
 ORDER_COLUMNS = {"time": "Time (%)", "avg": "Avg (ns)", "instances": "Instances"}  # order-by -> level column
@@ -99,7 +99,7 @@ def side_frame(inputs: Inputs, options: "CompareOptions", levels: tuple[str, ...
         k_of = np.r_[np.arange(len(b.k["l"])), np.full(len(empty), -1)].astype(np.int64)
     order = nested_order(inputs, b, b.l["f"][l_of], l_of, k_of, options.order_by)
     rows = {"Framework": b.l["f"][l_of][order], "Library": l_of[order]}
-    if with_kernel:
+    if k_of is not None:  # with_kernel
         rows["Kernel"] = k_of[order]
     frame = {"OP Type": resolved(inputs, b.f["type"][rows["Framework"]])}
     for level, table in zip(levels, (b.f, b.l, b.k)):
@@ -187,7 +187,7 @@ def shown(level: str, levels: tuple[str, ...]) -> list[str]:
 
 
 def compare(inputs: tuple[Inputs, Inputs], options: "CompareOptions", levels: tuple[str, ...]) -> Frame:
-    frames = tuple(side_frame(side, options, levels) for side in inputs)
+    frames = (side_frame(inputs[0], options, levels), side_frame(inputs[1], options, levels))
     keys = ["OP Type", "Framework Key", "Library Key"] + (["Kernel"] if "Kernel" in levels else [])
     exact = kept(match_rows(*([f[k] for k in keys] for f in frames)), frames, levels[-1], options)
     parents = [level_rows(frames, exact, keys[:depth]) for depth in range(2, len(levels) + 1)]

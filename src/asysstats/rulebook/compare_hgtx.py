@@ -19,7 +19,7 @@ from asysstats.analysis.comparison import (
 )
 from asysstats.analysis.declarations import DEVICE, NO_GRAPH_MAPPING, RANGE_EXCLUDE, RANGE_INCLUDE, RANGE_MODE, Options
 from asysstats.core.columns import PAIR_INT, PAIR_PERCENT, PAIR_TEXT
-from asysstats.rules.hgtx_projection import PROJ_SUM
+from asysstats.rulebook.hgtx_projection import PROJ_SUM
 
 if TYPE_CHECKING:
     import regex

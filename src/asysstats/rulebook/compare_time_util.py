@@ -17,7 +17,7 @@ from asysstats.analysis.comparison import BASE, DEVICE_NAME, MATCHED_ONLY, TARGE
 from asysstats.analysis.declarations import RANGE_MODE, Options, merged_reads
 from asysstats.analysis.inputs import Inputs
 from asysstats.core.columns import INT, PAIR_INT, PAIR_PERCENT, PAIR_TEXT, Frame
-from asysstats.rules.analyze import ACTIVITY_KINDS, PPU_TIME_UTIL, TimeUtilOptions
+from asysstats.rulebook.analyze import ACTIVITY_KINDS, PPU_TIME_UTIL, TimeUtilOptions
 
 WHOLE_RANGE = TimeUtilOptions(chunks=1, threshold=101, merge_process_id=True)  # one chunk per device, always reported
 

@@ -32,11 +32,11 @@ from asysstats.analysis.declarations import (
 from asysstats.analysis.hgtx import HGTX_READS, all_ranges, name_filter
 from asysstats.analysis.inputs import Inputs
 from asysstats.analysis.kernels import on_devices
-from asysstats.analysis.pccl import annotations, rank_bytes
+from asysstats.analysis.pccl import annotate, rank_bytes
 from asysstats.compute.grouped import group_by
 from asysstats.core.columns import INT, PERCENT, TEXT, Column, Frame
 from asysstats.core.tables import EventTable
-from asysstats.rules.pccl_desync import pccl_mask
+from asysstats.rulebook.pccl_desync import pccl_mask
 
 if TYPE_CHECKING:
     import regex
@@ -61,7 +61,7 @@ def executions(inputs: Inputs, options: OpSumOptions) -> EventTable:
     kernels = on_devices(inputs.whole("kernels", OP_KERNEL_COLUMNS), options.device)
     kernels = kernels.take(pccl_mask(inputs.strings, kernels))
     ranges = all_ranges(inputs)
-    notes = annotations(inputs.strings, ranges["name"])
+    notes = annotate(inputs.strings, ranges["name"])
     rows = np.flatnonzero(notes.valid & name_filter(inputs, ranges["name"], options.range_include,
                                                     options.range_exclude))
     pairs = correlate(inputs, ranges.take(rows), kernels, graph_mapping=not options.no_graph_mapping)

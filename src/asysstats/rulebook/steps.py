@@ -38,7 +38,7 @@ from asysstats.compute.intervals import cumulative_cover, difference, distinct_s
 from asysstats.core.columns import INT, PERCENT, TEXT, Column, Frame
 from asysstats.core.regexes import compile_user_regex
 from asysstats.core.tables import NA, EventTable
-from asysstats.rules.time_breakdown import COMMUNICATION_OPTION, is_communication, name_matches
+from asysstats.rulebook.time_breakdown import COMMUNICATION_OPTION, is_communication, name_matches
 
 if TYPE_CHECKING:
     import regex

@@ -36,7 +36,7 @@ from asysstats.compute.distinct import tie_order
 from asysstats.core.columns import INT, TEXT, Column, Frame
 from asysstats.core.result import Gathered
 from asysstats.core.tables import NA
-from asysstats.rules.api import API_COLUMNS, api_name_ids
+from asysstats.rulebook.api import API_COLUMNS, api_name_ids
 
 DIMENSIONS = ("gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ")
 GB_COLUMNS = KERNEL_COLUMNS + ("contextId", "streamId") + DIMENSIONS

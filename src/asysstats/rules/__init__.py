@@ -1,1 +1,0 @@
-"""The rule modules, one per rule family; the registry that lists them is :mod:`asysstats.rules.registry`."""
