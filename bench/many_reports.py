@@ -25,7 +25,7 @@ from asysstats.api.merging.hosts import run_merged
 from asysstats.api.running import run_rule
 from asysstats.reading.merged.cluster import DaskExecutor, InlineExecutor
 from asysstats.reading.merged.report import MergedReport, open_merged
-from asysstats.rulebook.registry import REGISTRY
+from asysstats.rulebook import REGISTRY
 from asysstats.synth.generator import write_sample
 
 OUT = Path(__file__).resolve().parent / "out"

@@ -36,7 +36,7 @@ from common import kernel_report
 from asysstats.reading.cache import ColumnCache
 from asysstats.reading.schema import TABLES
 from asysstats.reading.sqlite import SqliteReport
-from asysstats.rulebook.registry import REGISTRY
+from asysstats.rulebook import REGISTRY
 
 OUT = Path(__file__).resolve().parent / "out"
 

@@ -28,7 +28,7 @@ from asysstats.reading import cache as cache_module
 from asysstats.reading import sqlite_columns as reading
 from asysstats.reading.cache import ColumnCache, cache_root
 from asysstats.reading.opening import open_report
-from asysstats.rulebook.registry import REGISTRY
+from asysstats.rulebook import REGISTRY
 from asysstats.synth.writer import ReportWriter
 from asysstats.writing.writers import render
 

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from asysstats.rulebook.registry import REGISTRY
+from asysstats.rulebook import REGISTRY
 from asysstats.synth.writer import ReportWriter
 
 from conftest import corpus_params, fingerprint, run_cli

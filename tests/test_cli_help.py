@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from asysstats.rulebook.registry import REGISTRY
+from asysstats.rulebook import REGISTRY
 
 from conftest import run_cli
 

@@ -13,9 +13,9 @@ from asysstats.analysis.operators import analysis
 from asysstats.analysis.operators.common import AnalysisOptions
 from asysstats.api.running import run_rule
 from asysstats.reading.opening import open_report
+from asysstats.rulebook import REGISTRY
 from asysstats.rulebook.compare_operators import match_key
 from asysstats.rulebook.operators_summary import OP_SUM
-from asysstats.rulebook.registry import REGISTRY
 from asysstats.synth.writer import NSYS, ReportWriter
 from asysstats.writing.writers import rows_as_records
 

@@ -10,7 +10,7 @@ import openpyxl
 import pytest
 
 from asysstats.reading.schema import TABLES
-from asysstats.rulebook.registry import REGISTRY
+from asysstats.rulebook import REGISTRY
 from asysstats.synth.writer import ENUMS, NSYS, ReportWriter
 
 from conftest import CORPUS_ABSENT, NSYS_FILES, fingerprint, run_cli
@@ -263,7 +263,7 @@ def sample(tmp_path_factory):
 
 @pytest.mark.parametrize("rule", COMPARISONS)
 def test_a_report_compared_with_itself(sample, rule):
-    from asysstats.core.columns import PAIR_INNER, RATIO
+    from asysstats.core.result import PAIR_INNER, RATIO
 
     run = run_cli("stats", "-r", rule, "--format", "json", sample, sample)
     assert run.code == 0, run.err

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from asysstats.cli.helptext import rule_help, rules_markdown
-from asysstats.core.columns import COLUMN_KINDS
+from asysstats.core.result import COLUMN_KINDS
 from asysstats.reading.schema import TABLES
-from asysstats.rulebook.registry import REGISTRY, Registry
+from asysstats.rulebook import REGISTRY, Registry
 from asysstats.synth.writer import ENUMS, ReportWriter
 
 from conftest import fingerprint, run_cli

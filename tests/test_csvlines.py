@@ -8,8 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from asysstats.analysis.declarations import Rule
-from asysstats.core.columns import INT, TEXT, Column
-from asysstats.core.result import Result
+from asysstats.core.result import INT, TEXT, Column, Result
 from asysstats.core.strings import StringPool
 from asysstats.core.tables import NA
 from asysstats.writing import csvlines, writers

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from asysstats.cli.arguments import parse_rule_args
 from asysstats.core.errors import AsysError
-from asysstats.rulebook.registry import REGISTRY
+from asysstats.rulebook import REGISTRY
 
 from conftest import run_cli
 

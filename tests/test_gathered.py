@@ -8,8 +8,7 @@ from hypothesis import strategies as st
 
 from asysstats.analysis.declarations import RowsOptions, Rule
 from asysstats.compute.distinct import Coded
-from asysstats.core.columns import INT, TEXT, Column
-from asysstats.core.result import Gathered, Result
+from asysstats.core.result import INT, TEXT, Column, Gathered, Result
 from asysstats.core.strings import StringPool
 from asysstats.core.tables import NA
 from asysstats.writing import writers

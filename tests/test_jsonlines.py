@@ -10,8 +10,7 @@ from hypothesis import strategies as st
 
 from asysstats.analysis.declarations import Rule
 from asysstats.compute.arrow import from_texts
-from asysstats.core.columns import DECIMAL, INT, PAIR_INT, PAIR_PERCENT, PAIR_TEXT, PERCENT, RATIO, TEXT, Column
-from asysstats.core.result import Result
+from asysstats.core.result import DECIMAL, INT, PAIR_INT, PAIR_PERCENT, PAIR_TEXT, PERCENT, RATIO, TEXT, Column, Result
 from asysstats.core.strings import StringPool
 from asysstats.core.tables import NA
 from asysstats.writing import writers

@@ -33,7 +33,7 @@ def test_golden_csv(writer):
 
 
 def test_header_matches_reference_example():
-    from asysstats.rulebook.registry import REGISTRY
+    from asysstats.rulebook import REGISTRY
 
     rule = REGISTRY.get("hggc_ppu_kern_sum")
     assert ",".join(["Row#"] + [c.name for c in rule.columns]) + "," == HEADER

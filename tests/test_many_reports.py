@@ -23,7 +23,7 @@ from asysstats.reading.merged.identity import JobIds, Placement, place
 from asysstats.reading.merged.report import open_merged
 from asysstats.reading.schema import TABLES
 from asysstats.reading.sqlite import SqliteReport
-from asysstats.rulebook.registry import REGISTRY
+from asysstats.rulebook import REGISTRY
 from asysstats.synth.llm.sample import build
 from asysstats.synth.writer import ENUMS, NULL, ReportWriter
 from asysstats.writing.writers import render

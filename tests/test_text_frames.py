@@ -14,8 +14,7 @@ from asysstats.analysis.declarations import Rule
 from asysstats.analysis.hgtx import all_ranges, range_stacks
 from asysstats.analysis.inputs import Inputs
 from asysstats.compute.arrow import from_texts
-from asysstats.core.columns import TEXT, Column
-from asysstats.core.result import Result
+from asysstats.core.result import TEXT, Column, Result
 from asysstats.core.strings import StringPool
 from asysstats.reading.sqlite import SqliteReport
 from asysstats.synth.writer import ReportWriter

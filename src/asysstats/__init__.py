@@ -14,10 +14,11 @@ from typing import TYPE_CHECKING, Any
 # of every run). A value the user set is kept.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from asysstats.api import AsysError, ColumnInfo, MissingData, Note, OptionInfo, Report, RuleInfo, open, rules  # noqa: E402
+from asysstats import api  # noqa: E402
+from asysstats.api import AsysError, MissingData, Note, Report, open  # noqa: E402
 
 if TYPE_CHECKING:
-    from asysstats.api.comparing import compare
+    from asysstats.api import ColumnInfo, OptionInfo, RuleInfo, compare, rules
 
 __version__ = "0.1.0"
 __all__ = ["AsysError", "ColumnInfo", "MissingData", "Note", "OptionInfo", "Report", "RuleInfo", "compare", "open",
@@ -25,9 +26,7 @@ __all__ = ["AsysError", "ColumnInfo", "MissingData", "Note", "OptionInfo", "Repo
 
 
 def __getattr__(name: str) -> Any:
-    """``compare``, imported when first asked for (:mod:`asysstats.api`)."""
-    if name == "compare":
-        from asysstats.api.comparing import compare
-
-        return compare
+    """The names :mod:`asysstats.api` imports when first asked for."""
+    if name in api.LAZY:
+        return getattr(api, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

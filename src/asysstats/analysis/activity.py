@@ -42,9 +42,6 @@ def triple_ids(pool: StringPool, x: np.ndarray, y: np.ndarray, z: np.ndarray) ->
     return pool.intern(f"{a} {b} {c}" for a, b, c in zip(xs.tolist(), ys.tolist(), zs.tolist()))[index]
 
 
-DEVICE_READS = {"devices": ("id", "name")}  # what device_names reads
-
-
 def device_names(inputs: Inputs) -> dict[int, str]:
     """Device name by device id (``TARGET_INFO_PPU`` / ``TARGET_INFO_GPU``)."""
     devices = inputs.table("devices", ("id", "name"))
@@ -58,9 +55,6 @@ def device_label_ids(inputs: Inputs, device_ids: np.ndarray) -> np.ndarray:
     uniq, inverse = distinct(device_ids)
     ids = inputs.strings.intern(f"{names.get(d, '')} ({d})".lstrip() for d in uniq.tolist())
     return ids[inverse] if len(ids) else np.empty(0, np.int64)
-
-
-KIND_READS = {"memcpy_kinds": ("id", "label"), "mem_kinds": ("id", "label")}  # what kind_labels reads
 
 
 def kind_labels(inputs: Inputs, enum: str) -> dict[int, str]:

@@ -16,10 +16,10 @@ from typing import Iterable
 import numpy as np
 import regex
 
+from asysstats.analysis.declarations import split_unescaped
 from asysstats.compute.distinct import distinct
 from asysstats.compute.grouped import group_by
 from asysstats.core.errors import AsysError
-from asysstats.core.escapes import split_unescaped
 from asysstats.core.regexes import compile_user_regex, search
 from asysstats.core.strings import StringPool
 from asysstats.core.tables import EventTable

@@ -17,10 +17,11 @@ from typing import Any, Callable, Sequence, TypeVar
 
 import numpy as np
 
-from asysstats.analysis.activity import DEVICE_READS, device_names
+from asysstats.analysis.activity import device_names
 from asysstats.analysis.declarations import Option, Options, Reads, Rule, merged_reads
 from asysstats.analysis.inputs import Inputs
-from asysstats.core.columns import PAIR_INNER, RATIO, TEXT, Column, Frame
+from asysstats.analysis.reads import DEVICE_READS
+from asysstats.core.result import PAIR_INNER, RATIO, TEXT, Column, Frame
 from asysstats.core.tables import NA
 from asysstats.writing.format import texts
 

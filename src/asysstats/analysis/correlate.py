@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from asysstats.analysis.declarations import merged_reads
 from asysstats.analysis.hgtx import find_filter_range, trusted
-from asysstats.analysis.launches import CALL_READS, launch_rows, runtime_calls
+from asysstats.analysis.launches import launch_rows, runtime_calls
+from asysstats.analysis.reads import ACTIVITY_COLUMNS, NODE_COLUMNS, PPU_KINDS
 from asysstats.compute.intervals import covered_length_sorted, enclosing_pairs
 from asysstats.compute.keys import lookup, pair_key
 from asysstats.core.tables import EventTable, empty_table, in_window
@@ -28,11 +28,6 @@ from asysstats.core.tables import EventTable, empty_table, in_window
 if TYPE_CHECKING:
     from asysstats.analysis.inputs import Inputs
 
-PPU_KINDS = ("kernels", "memcpy", "memset")
-ACTIVITY_COLUMNS = ("start", "end", "deviceId", "correlationId", "globalPid", "graphNodeId")
-NODE_COLUMNS = ("start", "globalTid", "graphNodeId", "originalGraphNodeId")
-ACTIVITY_READS = {kind: ACTIVITY_COLUMNS for kind in PPU_KINDS}  # what ppu_activities reads (Rule.reads)
-CORRELATE_READS = merged_reads(CALL_READS, {"graph_nodes": NODE_COLUMNS})  # what correlate reads, beyond its ranges
 
 
 @dataclass(frozen=True)

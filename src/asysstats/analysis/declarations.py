@@ -5,7 +5,7 @@ A rule's options are a frozen dataclass deriving from :class:`Options`, one fiel
 each declared with :meth:`Option.field`: the command line's ``-r rule:name=value`` text and a
 Python caller's values are both checked by the same declarations and reach ``compute`` as
 that object (``options.hgtx_name``), never as a string-keyed mapping. The registry of rules is
-:mod:`asysstats.rulebook.registry`."""
+:mod:`asysstats.rulebook`."""
 
 from __future__ import annotations
 
@@ -17,10 +17,9 @@ import numpy as np
 import pyarrow as pa
 
 from asysstats.compute.grouped import Key, grouped_stats
-from asysstats.core.columns import Column, Frame
 from asysstats.core.errors import AsysError
 from asysstats.core.regexes import compile_user_regex
-from asysstats.core.result import Gathered, Result
+from asysstats.core.result import Column, Frame, Gathered, Result
 from asysstats.core.strings import StringPool
 
 if TYPE_CHECKING:
@@ -30,6 +29,39 @@ OPTION = "asysstats.option"  # the metadata key of an options field: its Option
 OPTION_KINDS = ("flag", "int", "int_list", "choice", "regex", "regex_list", "str_list", "text")
 LIST_KINDS = {"int_list": "int", "regex_list": "regex", "str_list": "text"}
 Reads = Mapping[str, tuple[str, ...]]  # logical table -> the columns a rule may read of it
+
+
+# Backslash escapes in option values: a literal ``,`` or ``:`` is written ``\,`` / ``\:`` (and
+# ``\\`` for a backslash); other backslashes (regex escapes such as ``\d``) are kept.
+def split_unescaped(text: str, sep: str) -> list[str]:
+    """Split on ``sep`` not preceded by a backslash; escapes are kept for the next level."""
+    parts, current, i = [], [], 0
+    while i < len(text):
+        ch = text[i]
+        if ch == "\\" and i + 1 < len(text):
+            current.append(text[i:i + 2])
+            i += 2
+            continue
+        if ch == sep:
+            parts.append("".join(current))
+            current = []
+        else:
+            current.append(ch)
+        i += 1
+    parts.append("".join(current))
+    return parts
+
+
+def unescape(text: str) -> str:
+    out, i = [], 0
+    while i < len(text):
+        if text[i] == "\\" and i + 1 < len(text) and text[i + 1] in ",:\\":
+            out.append(text[i + 1])
+            i += 2
+        else:
+            out.append(text[i])
+            i += 1
+    return "".join(out)
 
 
 @dataclass(frozen=True)

@@ -29,14 +29,14 @@ import numpy as np
 
 from asysstats.analysis.names import prefixed_ids
 from asysstats.analysis.nesting import nesting
+from asysstats.analysis.reads import HGTX_COLUMNS
 from asysstats.analysis.suspects import without_suspect_events
 from asysstats.compute.keys import pair_key
 from asysstats.core.errors import AsysError
 from asysstats.core.regexes import search
-from asysstats.core.result import Gathered
+from asysstats.core.result import Gathered, StackColumn
 from asysstats.core.strings import StringPool
 from asysstats.core.tables import EventTable, LazyColumns, window_mask
-from asysstats.writing.textcolumns import StackColumn
 
 if TYPE_CHECKING:
     import regex
@@ -45,7 +45,6 @@ if TYPE_CHECKING:
     from asysstats.reading.protocol import ReportSource
 
 PUSHPOP, STARTEND, DOMAIN_CREATE = 59, 60, 75
-HGTX_COLUMNS = ("start", "end", "eventType", "globalTid", "domainId", "text", "textId")
 NAME_COLUMNS = ("rangeId", "name", "domain", "style", "pushpop", "globalTid", "pid", "tid", "start", "end")
 NESTING_COLUMNS = ("level", "parentId", "children", "childTime")
 RANGE_COLUMNS = NAME_COLUMNS + NESTING_COLUMNS
@@ -55,7 +54,6 @@ NESTING_BATCH = 1 << 18  # ranges whose nesting is computed at once (whole threa
 _CACHE: "weakref.WeakKeyDictionary[ReportSource, EventTable]" = weakref.WeakKeyDictionary()
 
 
-HGTX_READS = {"hgtx": HGTX_COLUMNS}  # what reading the ranges reads (Rule.reads)
 
 
 def all_ranges(inputs: "Inputs") -> EventTable:
@@ -233,5 +231,5 @@ def find_filter_range(inputs: "Inputs", spec: str) -> EventTable:
 def range_stacks(inputs: "Inputs", range_ids: np.ndarray | Gathered) -> StackColumn:
     """``:6:7:8`` per range of ``range_ids``: the range ids of its push/pop stack, outermost
     first (an ancestor may lie outside the time window), as a trace column made a slice at
-    a time (:class:`~asysstats.writing.textcolumns.StackColumn`)."""
+    a time (:class:`~asysstats.core.result.StackColumn`)."""
     return StackColumn(all_ranges(inputs), range_ids)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Hashable, Mapping, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Hashable, Mapping, Sequence, TypeVar
 
 import numpy as np
 
@@ -20,8 +20,10 @@ from asysstats.analysis.suspects import without_suspect_events
 from asysstats.core.errors import MissingData
 from asysstats.core.strings import StringPool
 from asysstats.core.tables import EventTable, empty_table, in_window
-from asysstats.reading.protocol import ReportSource
 from asysstats.reading.schema import NSYS, TABLES, derived_names
+
+if TYPE_CHECKING:
+    from asysstats.reading.protocol import ReportSource
 
 INT64_MAX = np.iinfo(np.int64).max
 T = TypeVar("T")

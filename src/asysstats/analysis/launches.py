@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from asysstats.analysis.declarations import merged_reads
-from asysstats.analysis.hgtx import HGTX_READS, all_ranges
+from asysstats.analysis.hgtx import all_ranges
+from asysstats.analysis.reads import CALL_COLUMNS
 from asysstats.compute.intervals import enclosing_pairs
 from asysstats.compute.keys import lookup, pair_key
 from asysstats.core.tables import EventTable, empty_table
@@ -16,9 +16,6 @@ from asysstats.core.tables import EventTable, empty_table
 if TYPE_CHECKING:
     from asysstats.analysis.inputs import Inputs
 
-CALL_COLUMNS = ("start", "end", "globalTid", "correlationId")
-CALL_READS = {"runtime": CALL_COLUMNS}  # what runtime_calls reads (Rule.reads)
-INNERMOST_READS = merged_reads(CALL_READS, HGTX_READS)  # what innermost_range_names reads
 
 
 def runtime_calls(inputs: "Inputs") -> EventTable:

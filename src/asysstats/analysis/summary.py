@@ -18,7 +18,7 @@ import numpy as np
 from asysstats.analysis.declarations import FrameOf, Options, Stats
 from asysstats.analysis.inputs import Inputs
 from asysstats.compute.grouped import Groups, Key, grouped_stats, share_percent
-from asysstats.core.columns import INT, PERCENT, Column, Frame
+from asysstats.core.result import INT, PERCENT, Column, Frame
 from asysstats.core.strings import StringPool
 
 STATISTICS = ("share", "sum", "count", "mean", "median", "min", "max", "std")  # the order of their columns

@@ -1,5 +1,4 @@
-"""The rules by name, as the command line and a Python caller find them, and their declarations
-as plain records (:func:`rules`)."""
+"""The rules' declarations as plain records (:func:`rules`)."""
 
 from __future__ import annotations
 
@@ -7,15 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from asysstats.analysis.declarations import Option, Rule
-from asysstats.rulebook.registry import CHECK_RULE, REGISTRY, check_rule
-
-
-def find_rule(name: str, command: str = "stats") -> Rule[Any]:
-    """The rule ``name`` of ``asys <command>`` (``report_check`` is the rule of ``--check``); an
-    error naming the nearest rules when there is none."""
-    if (command, name) == ("stats", CHECK_RULE):
-        return check_rule()
-    return REGISTRY.get(name, command)
+from asysstats.rulebook import REGISTRY
 
 
 @dataclass(frozen=True)

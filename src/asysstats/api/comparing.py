@@ -11,13 +11,12 @@ from typing import Any, Callable, Sequence, TypeVar
 import pyarrow as pa
 
 from asysstats.analysis.declarations import Options, Rule
-from asysstats.api.catalog import find_rule
 from asysstats.api.reports import Note, PathLike, Report, open
 from asysstats.api.running import run_rule
 from asysstats.api.tables import arrow_table
 from asysstats.core.errors import AsysError, MissingData
 from asysstats.core.result import Result
-from asysstats.rulebook.registry import REGISTRY
+from asysstats.rulebook import REGISTRY, find_rule
 
 O = TypeVar("O", bound=Options)
 DEFAULT_COMPARE = ("ppu_operator_type_summary_compare", "ppu_time_util_compare", "ppu_operator_summary_compare",

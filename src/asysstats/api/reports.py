@@ -12,18 +12,20 @@ from __future__ import annotations
 import os
 import pathlib
 import warnings
-from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence, TypeVar
 
 import pyarrow as pa
 
 from asysstats.analysis.declarations import Options, Rule
 from asysstats.analysis.inputs import Inputs, Settings
-from asysstats.api.catalog import find_rule
 from asysstats.api.running import run_rule
 from asysstats.core.errors import AsysError
 from asysstats.core.result import Result
 from asysstats.reading.opening import open_report
-from asysstats.reading.protocol import ReportSource
+from asysstats.rulebook import find_rule
+
+if TYPE_CHECKING:
+    from asysstats.reading.protocol import ReportSource
 
 O = TypeVar("O", bound=Options)
 PathLike = str | os.PathLike[str]

@@ -16,8 +16,7 @@ import numpy as np
 import pyarrow as pa
 
 from asysstats.compute.arrow import from_numpy, from_texts
-from asysstats.core.columns import INT, PAIR_INNER, TEXT
-from asysstats.core.result import Result
+from asysstats.core.result import INT, PAIR_INNER, TEXT, Result
 from asysstats.core.strings import StringPool
 from asysstats.writing.format import as_integers, is_missing, pair_sides
 

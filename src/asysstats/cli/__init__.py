@@ -16,8 +16,8 @@ import click
 from asysstats.cli.arguments import RuleRequest, bool_value, parse_rule_args, settings_from
 from asysstats.cli.runs import ManyOptions, run_requests
 from asysstats.core.errors import AsysError, OutputClosed
-from asysstats.reading.paths import expand_reports
-from asysstats.rulebook.registry import CHECK_RULE, DEFAULT_STATS, REGISTRY
+from asysstats.reading.opening import expand_reports
+from asysstats.rulebook import CHECK_RULE, DEFAULT_STATS, REGISTRY
 
 FORMATS_HELP = """The following output formats are available (--format NAME[:ratio=.N%]):
 
@@ -32,6 +32,9 @@ FORMATS_HELP = """The following output formats are available (--format NAME[:rat
 
 
 def help_requested(command: str, help_reports: str | None, help_report: str | None) -> bool:
+    """Print the help of a rule (or the list of rules) when asked for; whether it was."""
+    if not (help_report or help_reports):
+        return False
     from asysstats.cli.helptext import rule_help, rules_list  # for help only: start-up time
 
     if help_report:
@@ -42,8 +45,7 @@ def help_requested(command: str, help_reports: str | None, help_report: str | No
             click.echo(f"The following built-in rules are available:\n\n{rules_list(REGISTRY, command)}")
         else:
             click.echo(rule_help(REGISTRY.get(help_reports, command)))
-        return True
-    return False
+    return True
 
 
 def common_options(func):

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+from asysstats.analysis.declarations import split_unescaped, unescape
 from asysstats.core.errors import AsysError
-from asysstats.core.escapes import split_unescaped, unescape
 from asysstats.writing.writers import FORMATS
 
 

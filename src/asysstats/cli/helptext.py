@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from asysstats.analysis.declarations import Option, Rule
-from asysstats.rulebook.registry import Registry
+from asysstats.rulebook import Registry
 
 VALUE_HINT = {"int": "<n>", "int_list": "<id/id/...>", "regex": "<regex>", "regex_list": "<regex/regex/...>",
               "str_list": "<a/b/...>", "text": "<value>"}
@@ -46,6 +46,6 @@ def rules_markdown(registry: Registry) -> str:
 
 
 if __name__ == "__main__":  # python -m asysstats.cli.helptext > docs/rules.md
-    from asysstats.rulebook.registry import REGISTRY
+    from asysstats.rulebook import REGISTRY
 
     print(rules_markdown(REGISTRY), end="")

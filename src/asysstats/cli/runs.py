@@ -12,13 +12,13 @@ from typing import Any, Callable, Sequence
 import click
 
 from asysstats.analysis.declarations import Options, Rule
-from asysstats.api.catalog import find_rule
 from asysstats.api.reports import Report, open
 from asysstats.cli.arguments import RuleRequest, parse_format
 from asysstats.cli.progress import progress
 from asysstats.core.errors import AsysError, MissingData
 from asysstats.core.files import refuse_overwrite
 from asysstats.core.result import Result
+from asysstats.rulebook import find_rule
 from asysstats.writing.outputs import CONSOLE, FILE, Destination, deliver, destination
 from asysstats.writing.writers import render_parts
 

@@ -89,3 +89,14 @@ def text_bytes(array: pa.Array) -> memoryview:
 def lines_bytes(lines: pa.Array) -> memoryview:
     """Every string followed by a newline, as one piece of bytes."""
     return text_bytes(pc.binary_join_element_wise(lines, text("\n"), text("")))
+
+
+QUOTE, NOTHING = text('"'), text("")
+
+
+def quoted(array: pa.Array) -> pa.Array:
+    """CSV text cell: always double-quoted, embedded quotes doubled (docs/decisions.md D6); the text
+    is searched for a quote once (a memchr of its bytes) before it is rewritten."""
+    if array.null_count or b'"' in text_bytes(array).tobytes():
+        array = pc.replace_substring(array, '"', '""')
+    return pc.binary_join_element_wise(QUOTE, array, QUOTE, NOTHING)

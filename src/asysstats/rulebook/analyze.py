@@ -16,7 +16,7 @@ from asysstats.analysis.declarations import RANGE_MODE, Option, Options, Rule
 from asysstats.analysis.inputs import Inputs
 from asysstats.compute.grouped import group_by
 from asysstats.compute.intervals import busy_per_window, gaps
-from asysstats.core.columns import INT, PERCENT, Column, Frame
+from asysstats.core.result import INT, PERCENT, Column, Frame
 from asysstats.core.tables import NA, EventTable
 
 ACTIVITY_KINDS = ("kernels", "memcpy", "memset")

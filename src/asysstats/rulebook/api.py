@@ -12,8 +12,7 @@ from asysstats.analysis.declarations import Rows, RowsOptions, Rule, Summary
 from asysstats.analysis.inputs import Inputs
 from asysstats.analysis.summary import StatColumns, keyed_frame
 from asysstats.compute.distinct import Coded, tie_order
-from asysstats.core.columns import INT, TEXT, Column, Frame
-from asysstats.core.result import Gathered
+from asysstats.core.result import INT, TEXT, Column, Frame, Gathered
 from asysstats.reading.schema import NSYS
 
 API_COLUMNS = ("start", "end", "globalTid", "correlationId", "nameId")

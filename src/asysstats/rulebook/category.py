@@ -14,13 +14,14 @@ import regex
 
 from asysstats.analysis.declarations import BASE, DEVICE, MANGLED, ROWS, Options, Rows, Rule, Stats, Summary, name_mode
 from asysstats.analysis.inputs import Inputs
-from asysstats.analysis.kernels import KERNEL_COLUMNS, on_devices
 from asysstats.analysis.names import kernel_name_ids
+from asysstats.analysis.reads import KERNEL_COLUMNS
 from asysstats.compute.distinct import distinct
 from asysstats.compute.grouped import share_percent
-from asysstats.core.columns import INT, PERCENT, TEXT, Column, Frame
 from asysstats.core.regexes import compile_user_regex, search
+from asysstats.core.result import INT, PERCENT, TEXT, Column, Frame
 from asysstats.core.strings import StringPool
+from asysstats.rulebook.kernels import on_devices
 
 RULE_NAME = "hggc_ppu_kern_category_sum"
 OTHER = "other"

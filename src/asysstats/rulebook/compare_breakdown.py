@@ -62,7 +62,7 @@ from asysstats.analysis.operators.common import (
 )
 from asysstats.analysis.operators.layers import IDLE, NATIVE, breakdown
 from asysstats.compute.intervals import set_difference
-from asysstats.core.columns import INT, PAIR_TEXT, PERCENT, RATIO, TEXT, Column, Frame
+from asysstats.core.result import INT, PAIR_TEXT, PERCENT, RATIO, TEXT, Column, Frame
 from asysstats.core.tables import NA
 
 if TYPE_CHECKING:

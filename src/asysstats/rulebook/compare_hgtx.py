@@ -18,7 +18,7 @@ from asysstats.analysis.comparison import (
     single_rule_frame,
 )
 from asysstats.analysis.declarations import DEVICE, NO_GRAPH_MAPPING, RANGE_EXCLUDE, RANGE_INCLUDE, RANGE_MODE, Options
-from asysstats.core.columns import PAIR_INT, PAIR_PERCENT, PAIR_TEXT
+from asysstats.core.result import PAIR_INT, PAIR_PERCENT, PAIR_TEXT
 from asysstats.rulebook.hgtx_projection import PROJ_SUM
 
 if TYPE_CHECKING:

@@ -42,7 +42,7 @@ from asysstats.analysis.operators.common import (
     PYTORCH_MERGE,
     order_by,
 )
-from asysstats.core.columns import PAIR_INT, PAIR_PERCENT, PAIR_TEXT, Frame
+from asysstats.core.result import PAIR_INT, PAIR_PERCENT, PAIR_TEXT, Frame
 from asysstats.rulebook.operators_summary import OP_SUM, SUM_ORDER, TYPE_SUM
 
 if TYPE_CHECKING:

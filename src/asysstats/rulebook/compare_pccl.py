@@ -17,7 +17,7 @@ from asysstats.analysis.comparison import (
 )
 from asysstats.analysis.declarations import BASE as BASE_NAME
 from asysstats.analysis.declarations import DEVICE, HGTX_NAME, MANGLED, Options
-from asysstats.core.columns import PAIR_INT, PAIR_PERCENT, PAIR_TEXT
+from asysstats.core.result import PAIR_INT, PAIR_PERCENT, PAIR_TEXT
 from asysstats.rulebook.pccl_desync import DESYNC_SUMMARY
 
 

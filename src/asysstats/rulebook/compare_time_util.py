@@ -12,11 +12,12 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from asysstats.analysis.activity import DEVICE_READS, device_names
+from asysstats.analysis.activity import device_names
 from asysstats.analysis.comparison import BASE, DEVICE_NAME, MATCHED_ONLY, TARGET, comparison_rule, pair, side
 from asysstats.analysis.declarations import RANGE_MODE, Options, merged_reads
 from asysstats.analysis.inputs import Inputs
-from asysstats.core.columns import INT, PAIR_INT, PAIR_PERCENT, PAIR_TEXT, Frame
+from asysstats.analysis.reads import DEVICE_READS
+from asysstats.core.result import INT, PAIR_INT, PAIR_PERCENT, PAIR_TEXT, Frame
 from asysstats.rulebook.analyze import ACTIVITY_KINDS, PPU_TIME_UTIL, TimeUtilOptions
 
 WHOLE_RANGE = TimeUtilOptions(chunks=1, threshold=101, merge_process_id=True)  # one chunk per device, always reported

@@ -12,7 +12,7 @@ import numpy as np
 from asysstats.analysis.activity import row_index, take_or_na
 from asysstats.analysis.declarations import RowsOptions, Rule
 from asysstats.analysis.inputs import Inputs
-from asysstats.core.columns import INT, TEXT, Column, Frame
+from asysstats.core.result import INT, TEXT, Column, Frame
 from asysstats.core.tables import NA
 
 COLUMNS = (

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from asysstats.analysis.activity import take_or_na
-from asysstats.analysis.correlate import CORRELATE_READS, Pairs, activity_table, correlate
+from asysstats.analysis.correlate import Pairs, activity_table, correlate
 from asysstats.analysis.declarations import (
     BASE,
     DEVICE,
@@ -28,17 +28,17 @@ from asysstats.analysis.declarations import (
     merged_reads,
     name_mode,
 )
-from asysstats.analysis.hgtx import HGTX_READS, load_ranges, name_filter
+from asysstats.analysis.hgtx import load_ranges, name_filter
 from asysstats.analysis.inputs import Inputs
 from asysstats.analysis.launches import launch_rows, runtime_calls
 from asysstats.analysis.names import kernel_name_codes, kernel_name_ids
+from asysstats.analysis.reads import CORRELATE_READS, HGTX_READS
 from asysstats.compute.distinct import Coded, tie_order
 from asysstats.compute.grouped import dense_group_ids, grouped_stats
 from asysstats.compute.intervals import distinct_sorted
 from asysstats.compute.keys import pair_key
-from asysstats.core.columns import INT, TEXT, Column, Frame
 from asysstats.core.memory import release_memory
-from asysstats.core.result import Gathered
+from asysstats.core.result import INT, TEXT, Column, Frame, Gathered
 from asysstats.core.strings import StringPool
 from asysstats.core.tables import NA, EventTable
 from asysstats.rulebook.kernel_traces import dimension_ids

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from asysstats.analysis.correlate import ACTIVITY_READS, CORRELATE_READS, Projection, correlate, ppu_activities, project
+from asysstats.analysis.correlate import Projection, correlate, ppu_activities, project
 from asysstats.analysis.declarations import (
     DEVICE,
     NO_GRAPH_MAPPING,
@@ -23,12 +23,12 @@ from asysstats.analysis.declarations import (
     Rule,
     merged_reads,
 )
-from asysstats.analysis.hgtx import HGTX_READS, load_ranges, name_filter, range_stacks
+from asysstats.analysis.hgtx import load_ranges, name_filter, range_stacks
 from asysstats.analysis.inputs import Inputs
+from asysstats.analysis.reads import ACTIVITY_READS, CORRELATE_READS, HGTX_READS
 from asysstats.compute.grouped import grouped_stats, share_percent
 from asysstats.compute.intervals import covered_length_by_group
-from asysstats.core.columns import INT, PERCENT, TEXT, Column, Frame
-from asysstats.core.result import Gathered
+from asysstats.core.result import INT, PERCENT, TEXT, Column, Frame, Gathered
 from asysstats.core.tables import EventTable
 
 if TYPE_CHECKING:

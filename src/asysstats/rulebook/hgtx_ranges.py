@@ -9,16 +9,15 @@ import numpy as np
 import pyarrow.compute as pc
 
 from asysstats.analysis.declarations import ROWS, Option, Options, Rows, Rule, Summary
-from asysstats.analysis.hgtx import HGTX_READS, load_ranges, range_stacks
+from asysstats.analysis.hgtx import load_ranges, range_stacks
 from asysstats.analysis.inputs import Inputs
+from asysstats.analysis.reads import HGTX_READS
 from asysstats.analysis.summary import StatColumns, keyed_frame
 from asysstats.compute.arrow import from_numpy, text
 from asysstats.compute.distinct import distinct, tie_order
-from asysstats.core.columns import INT, TEXT, Column, Frame
 from asysstats.core.regexes import search
-from asysstats.core.result import Gathered
+from asysstats.core.result import INT, TEXT, Column, Frame, Gathered, TextColumn
 from asysstats.core.tables import EventTable
-from asysstats.writing.textcolumns import TextColumn
 
 if TYPE_CHECKING:
     import regex

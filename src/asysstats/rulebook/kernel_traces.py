@@ -23,20 +23,13 @@ from asysstats.analysis.declarations import (
     name_mode,
 )
 from asysstats.analysis.inputs import Inputs
-from asysstats.analysis.kernels import (
-    KERNEL_COLUMNS,
-    KERNEL_NAME_READS,
-    KernelOptions,
-    kernel_name_key,
-    kernel_names,
-    on_devices,
-)
+from asysstats.analysis.reads import KERNEL_COLUMNS, KERNEL_NAME_READS
 from asysstats.analysis.summary import StatColumns, output_order
 from asysstats.compute.distinct import tie_order
-from asysstats.core.columns import INT, TEXT, Column, Frame
-from asysstats.core.result import Gathered
+from asysstats.core.result import INT, TEXT, Column, Frame, Gathered
 from asysstats.core.tables import NA
 from asysstats.rulebook.api import API_COLUMNS, api_name_ids
+from asysstats.rulebook.kernels import KernelOptions, kernel_name_key, kernel_names, on_devices
 
 DIMENSIONS = ("gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ")
 GB_COLUMNS = KERNEL_COLUMNS + ("contextId", "streamId") + DIMENSIONS

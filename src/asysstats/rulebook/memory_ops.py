@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from asysstats.analysis.activity import KIND_READS, kind_label_ids
+from asysstats.analysis.activity import kind_label_ids
 from asysstats.analysis.declarations import Rows, RowsOptions, Rule, Summary
 from asysstats.analysis.inputs import Inputs
+from asysstats.analysis.reads import KIND_READS
 from asysstats.analysis.summary import StatColumns, keyed_frame
-from asysstats.core.columns import TEXT, Column
+from asysstats.core.result import TEXT, Column
 
 OPERATION = Column("Operation", TEXT, "Name of the memory operation")
 READS = {"memcpy": ("start", "end", "bytes", "copyKind"), "memset": ("start", "end", "bytes"),

@@ -12,7 +12,7 @@ from asysstats.analysis.declarations import Option, Options, Rule
 from asysstats.analysis.inputs import Inputs
 from asysstats.compute.grouped import group_by
 from asysstats.compute.keys import lookup, pair_key
-from asysstats.core.columns import INT, TEXT, Column, Frame
+from asysstats.core.result import INT, TEXT, Column, Frame
 from asysstats.core.tables import NA, EventTable
 
 ALLOC, FREE = 0, 1

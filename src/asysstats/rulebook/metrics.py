@@ -14,13 +14,12 @@ import numpy as np
 from asysstats.analysis.activity import row_index
 from asysstats.analysis.declarations import DEVICE, ROWS, Option, Options, Rule
 from asysstats.analysis.inputs import Inputs
-from asysstats.analysis.kernels import on_devices
 from asysstats.compute.distinct import distinct, narrowed
 from asysstats.compute.grouped import group_by
-from asysstats.core.columns import DECIMAL, INT, TEXT, Column, Frame
 from asysstats.core.regexes import search
-from asysstats.core.result import Gathered
+from asysstats.core.result import DECIMAL, INT, TEXT, Column, Frame, Gathered
 from asysstats.core.tables import NA
+from asysstats.rulebook.kernels import on_devices
 
 if TYPE_CHECKING:
     import regex

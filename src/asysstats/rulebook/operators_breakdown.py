@@ -44,7 +44,7 @@ from asysstats.analysis.operators.common import (
 from asysstats.analysis.operators.layers import Breakdown, breakdown
 from asysstats.analysis.operators.model import peak_arrays
 from asysstats.compute.intervals import set_difference
-from asysstats.core.columns import INT, PERCENT, TEXT, Column, Frame
+from asysstats.core.result import INT, PERCENT, TEXT, Column, Frame
 from asysstats.core.tables import NA
 
 if TYPE_CHECKING:

@@ -25,7 +25,7 @@ from asysstats.analysis.operators.common import MOE_MERGE, REQUIRES, AnalysisOpt
 from asysstats.analysis.operators.model import DEFAULT_FIELD, moe_work, peak_arrays
 from asysstats.compute.grouped import group_by, grouped_stats, share_percent
 from asysstats.compute.intervals import enclosing_pairs, set_difference
-from asysstats.core.columns import INT, PERCENT, TEXT, Column, Frame
+from asysstats.core.result import INT, PERCENT, TEXT, Column, Frame
 
 if TYPE_CHECKING:
     import regex

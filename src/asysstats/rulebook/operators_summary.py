@@ -32,7 +32,7 @@ from asysstats.analysis.operators.common import (
 )
 from asysstats.analysis.operators.instances import flat_instances, group_instances, utilisation
 from asysstats.compute.grouped import share_percent
-from asysstats.core.columns import INT, PERCENT, TEXT, Column, Frame
+from asysstats.core.result import INT, PERCENT, TEXT, Column, Frame
 
 if TYPE_CHECKING:
     import regex

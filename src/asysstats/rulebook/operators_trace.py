@@ -19,7 +19,7 @@ from asysstats.analysis.inputs import Inputs
 from asysstats.analysis.operators.analysis import READS, analyse
 from asysstats.analysis.operators.common import OP, PREFILL_DECODE, REQUIRES, AnalysisOptions
 from asysstats.analysis.operators.instances import flat_instances
-from asysstats.core.columns import INT, TEXT, Column, Frame
+from asysstats.core.result import INT, TEXT, Column, Frame
 
 if TYPE_CHECKING:
     import regex

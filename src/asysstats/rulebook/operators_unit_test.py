@@ -32,7 +32,7 @@ from asysstats.analysis.operators.common import (
 from asysstats.analysis.operators.instances import flat_instances, group_instances
 from asysstats.analysis.operators.unittest_gen import Entry
 from asysstats.analysis.operators.unittest_script import script_lines
-from asysstats.core.columns import TEXT, Column, Frame
+from asysstats.core.result import TEXT, Column, Frame
 
 if TYPE_CHECKING:
     import regex

@@ -5,7 +5,7 @@ from __future__ import annotations
 from asysstats.analysis.declarations import Rows, RowsOptions, Rule, Summary
 from asysstats.analysis.inputs import Inputs
 from asysstats.analysis.summary import StatColumns, keyed_frame
-from asysstats.core.columns import TEXT, Column
+from asysstats.core.result import TEXT, Column
 
 STATS = StatColumns.of("calls to this function", count="Num Calls")
 SUM_COLUMNS = STATS.columns + (Column("Name", TEXT, "Name of the function"),)

@@ -15,14 +15,15 @@ import numpy as np
 
 from asysstats.analysis.declarations import Rule, merged_reads, name_mode
 from asysstats.analysis.inputs import Inputs
-from asysstats.analysis.kernels import KERNEL_COLUMNS, KERNEL_NAME_READS, KernelOptions, kernel_names, on_devices
 from asysstats.analysis.names import demangle
+from asysstats.analysis.reads import KERNEL_COLUMNS, KERNEL_NAME_READS
 from asysstats.compute.distinct import distinct
 from asysstats.compute.grouped import group_by, grouped_stats, percentile_sorted, share_percent
 from asysstats.compute.intervals import overlap_components
-from asysstats.core.columns import INT, PERCENT, TEXT, Column, Frame
+from asysstats.core.result import INT, PERCENT, TEXT, Column, Frame
 from asysstats.core.strings import StringPool
 from asysstats.core.tables import EventTable
+from asysstats.rulebook.kernels import KernelOptions, kernel_names, on_devices
 
 PCCL_KERNEL = re.compile(r"\s*(?:void\s+)?(?:pccl|nccl)", re.IGNORECASE)
 READS = merged_reads({"kernels": KERNEL_COLUMNS}, KERNEL_NAME_READS)

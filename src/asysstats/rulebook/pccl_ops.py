@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from asysstats.analysis.correlate import CORRELATE_READS, correlate
+from asysstats.analysis.correlate import correlate
 from asysstats.analysis.declarations import (
     DEVICE,
     NO_GRAPH_MAPPING,
@@ -29,13 +29,14 @@ from asysstats.analysis.declarations import (
     Rule,
     merged_reads,
 )
-from asysstats.analysis.hgtx import HGTX_READS, all_ranges, name_filter
+from asysstats.analysis.hgtx import all_ranges, name_filter
 from asysstats.analysis.inputs import Inputs
-from asysstats.analysis.kernels import on_devices
 from asysstats.analysis.pccl import annotate, rank_bytes
+from asysstats.analysis.reads import CORRELATE_READS, HGTX_READS
 from asysstats.compute.grouped import group_by
-from asysstats.core.columns import INT, PERCENT, TEXT, Column, Frame
+from asysstats.core.result import INT, PERCENT, TEXT, Column, Frame
 from asysstats.core.tables import EventTable
+from asysstats.rulebook.kernels import on_devices
 from asysstats.rulebook.pccl_desync import pccl_mask
 
 if TYPE_CHECKING:

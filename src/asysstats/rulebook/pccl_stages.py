@@ -8,7 +8,7 @@ from asysstats.analysis.declarations import RowsOptions, Rule
 from asysstats.analysis.inputs import Inputs
 from asysstats.analysis.summary import StatColumns, summarize
 from asysstats.compute.grouped import Key
-from asysstats.core.columns import INT, TEXT, Column, Frame
+from asysstats.core.result import INT, TEXT, Column, Frame
 
 KEY_COLUMNS = (
     Column("PID", INT, "Process identifier"),

@@ -13,14 +13,14 @@ from typing import Any
 
 import numpy as np
 
-from asysstats.analysis.activity import DEVICE_READS, KIND_READS, device_label_ids, kind_label_ids, memcpy_name_ids
+from asysstats.analysis.activity import device_label_ids, kind_label_ids, memcpy_name_ids
 from asysstats.analysis.declarations import BASE, HGTX_NAME, MANGLED, ROWS, Options, Rule, merged_reads, name_mode
 from asysstats.analysis.inputs import Inputs
-from asysstats.analysis.kernels import KERNEL_COLUMNS, KERNEL_NAME_READS, kernel_names
+from asysstats.analysis.reads import DEVICE_READS, KERNEL_COLUMNS, KERNEL_NAME_READS, KIND_READS
 from asysstats.compute.distinct import Coded, code_type, distinct, tie_order
-from asysstats.core.columns import INT, TEXT, Column, Frame
-from asysstats.core.result import Gathered
+from asysstats.core.result import INT, TEXT, Column, Frame, Gathered
 from asysstats.core.tables import NA, EventTable
+from asysstats.rulebook.kernels import kernel_names
 
 KERNEL_FIELDS = {"GrdX": "gridX", "GrdY": "gridY", "GrdZ": "gridZ", "BlkX": "blockX", "BlkY": "blockY",
                  "BlkZ": "blockZ", "Reg/Trd": "registersPerThread", "StcSMem (bytes)": "staticSharedMemory",

@@ -31,14 +31,14 @@ from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
-from asysstats.analysis.correlate import PPU_KINDS
 from asysstats.analysis.declarations import RowsOptions, Rule, merged_reads
-from asysstats.analysis.hgtx import HGTX_READS, all_ranges
-from asysstats.analysis.launches import CALL_READS, launch_rows, runtime_calls
+from asysstats.analysis.hgtx import all_ranges
+from asysstats.analysis.launches import launch_rows, runtime_calls
+from asysstats.analysis.reads import CALL_READS, HGTX_READS, PPU_KINDS
 from asysstats.analysis.suspects import TIMED_TABLES, suspects
 from asysstats.compute.distinct import distinct
 from asysstats.compute.keys import pair_key
-from asysstats.core.columns import INT, TEXT, Column, Frame
+from asysstats.core.result import INT, TEXT, Column, Frame
 from asysstats.core.tables import NA, EventTable
 from asysstats.reading.schema import TABLES
 

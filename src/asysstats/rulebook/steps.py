@@ -21,22 +21,15 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from asysstats.analysis.correlate import (
-    ACTIVITY_READS,
-    CORRELATE_READS,
-    activity_table,
-    correlate,
-    ppu_activities,
-    project,
-)
+from asysstats.analysis.correlate import activity_table, correlate, ppu_activities, project
 from asysstats.analysis.declarations import DEVICE, NO_GRAPH_MAPPING, ROWS, Option, Options, Rule, merged_reads
-from asysstats.analysis.hgtx import HGTX_READS, load_ranges
+from asysstats.analysis.hgtx import load_ranges
 from asysstats.analysis.inputs import Inputs
-from asysstats.analysis.kernels import KERNEL_COLUMNS
 from asysstats.analysis.names import kernel_name_ids
+from asysstats.analysis.reads import ACTIVITY_READS, CORRELATE_READS, HGTX_READS, KERNEL_COLUMNS
 from asysstats.compute.intervals import cumulative_cover, difference, distinct_sorted, running_max_by_segment
-from asysstats.core.columns import INT, PERCENT, TEXT, Column, Frame
 from asysstats.core.regexes import compile_user_regex
+from asysstats.core.result import INT, PERCENT, TEXT, Column, Frame
 from asysstats.core.tables import NA, EventTable
 from asysstats.rulebook.time_breakdown import COMMUNICATION_OPTION, is_communication, name_matches
 

@@ -17,15 +17,16 @@ import regex
 
 from asysstats.analysis.declarations import DEVICE, Option, Options, Rule
 from asysstats.analysis.inputs import Inputs
-from asysstats.analysis.kernels import KERNEL_COLUMNS, on_devices
-from asysstats.analysis.launches import CALL_READS, launch_rows, runtime_calls
+from asysstats.analysis.launches import launch_rows, runtime_calls
 from asysstats.analysis.names import kernel_name_ids
+from asysstats.analysis.reads import CALL_READS, KERNEL_COLUMNS
 from asysstats.compute.distinct import distinct
 from asysstats.compute.grouped import share_percent
 from asysstats.compute.intervals import difference_length, distinct_sorted, union, union_length
-from asysstats.core.columns import INT, PERCENT, TEXT, Column, Frame
 from asysstats.core.regexes import compile_user_regex, search
+from asysstats.core.result import INT, PERCENT, TEXT, Column, Frame
 from asysstats.core.strings import StringPool
+from asysstats.rulebook.kernels import on_devices
 
 RULE_NAME = "hggc_ppu_time_breakdown"
 ALL = "All"

@@ -15,11 +15,11 @@ import numpy as np
 from asysstats.analysis.activity import row_index
 from asysstats.analysis.declarations import DEVICE, Options, Rule
 from asysstats.analysis.inputs import Inputs
-from asysstats.analysis.kernels import on_devices
 from asysstats.compute.grouped import share_percent
 from asysstats.compute.intervals import distinct_sorted, intersection_length, start_order_gaps, union_length
-from asysstats.core.columns import INT, PERCENT, TEXT, Column, Frame
+from asysstats.core.result import INT, PERCENT, TEXT, Column, Frame
 from asysstats.core.tables import NA, EventTable
+from asysstats.rulebook.kernels import on_devices
 
 ALL = "All"
 ACTIVITY_COLUMNS = ("start", "end", "deviceId")

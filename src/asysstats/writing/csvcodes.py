@@ -17,8 +17,7 @@ import pyarrow.compute as pc
 
 from asysstats.compute.arrow import from_numpy, text
 from asysstats.compute.distinct import DENSE_SPAN, Coded, dense_distinct, distinct, narrowed, sampled_values
-from asysstats.core.columns import INT, TEXT, Column
-from asysstats.core.result import Gathered, Result
+from asysstats.core.result import INT, TEXT, Column, Gathered, Result
 from asysstats.core.strings import StringPool
 from asysstats.writing.format import as_integers, cells, few_values
 

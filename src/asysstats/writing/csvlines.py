@@ -21,12 +21,10 @@ import pyarrow.compute as pc
 
 from asysstats.compute.arrow import from_numpy, text, text_bytes
 from asysstats.compute.distinct import distinct
-from asysstats.core.columns import INT
-from asysstats.core.result import Result
+from asysstats.core.result import INT, Result, TextColumn
 from asysstats.core.strings import StringPool
 from asysstats.writing.csvcodes import COMMA, FEW_SHARE, Segment, coding
 from asysstats.writing.format import as_integers, cells, integer_cells
-from asysstats.writing.textcolumns import TextColumn
 
 NEWLINE = text("\n")
 RUN_SHARE = 2  # columns are formatted per run of equal rows while the runs are at most 1 / RUN_SHARE of the rows

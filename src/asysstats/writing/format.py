@@ -11,15 +11,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from asysstats.compute.arrow import from_numpy, from_texts, text, text_bytes
+from asysstats.compute.arrow import from_numpy, from_texts, quoted, text
 from asysstats.compute.distinct import distinct, sampled_values
-from asysstats.core.columns import INT, PAIR_INNER, PERCENT, TEXT
+from asysstats.core.result import INT, PAIR_INNER, PERCENT, TEXT
 from asysstats.core.strings import StringPool
 from asysstats.core.tables import NA
 
 DASH = "-"
 PAIR_SEPARATOR = " / "
-QUOTE, NOTHING = text('"'), text("")
 MISSING_CELL = {False: text(DASH), True: text(f'"{DASH}"')}  # by csv
 
 
@@ -159,14 +158,6 @@ def pair_sides(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The base and target columns of an (n, 2) comparison column."""
     pairs = np.asarray(values).reshape(-1, 2)
     return pairs[:, 0], pairs[:, 1]
-
-
-def quoted(array: pa.Array) -> pa.Array:
-    """CSV text cell: always double-quoted, embedded quotes doubled (docs/decisions.md D6); the text
-    is searched for a quote once (a memchr of its bytes) before it is rewritten."""
-    if array.null_count or b'"' in text_bytes(array).tobytes():
-        array = pc.replace_substring(array, '"', '""')
-    return pc.binary_join_element_wise(QUOTE, array, QUOTE, NOTHING)
 
 
 def typed_column(kind: str, values: np.ndarray | pa.Array, strings: StringPool, decimals: int = 1) -> list[object]:

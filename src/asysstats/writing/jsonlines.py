@@ -16,8 +16,7 @@ import pyarrow.compute as pc
 
 from asysstats.compute.arrow import from_numpy, from_texts, text, text_bytes
 from asysstats.compute.distinct import distinct
-from asysstats.core.columns import INT, PAIR_INNER, PERCENT, TEXT
-from asysstats.core.result import Result
+from asysstats.core.result import INT, PAIR_INNER, PERCENT, TEXT, Result
 from asysstats.core.strings import StringPool
 from asysstats.writing.format import as_integers, decimal_text, filled, integer_text, pair_sides, rounded, texts
 

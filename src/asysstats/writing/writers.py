@@ -16,14 +16,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from asysstats.compute.arrow import lines_bytes, text
-from asysstats.core.columns import PAIR_INNER, PAIR_TEXT, TEXT
 from asysstats.core.errors import AsysError
 from asysstats.core.memory import release_memory
-from asysstats.core.result import Result
+from asysstats.core.result import PAIR_INNER, PAIR_TEXT, TEXT, Result
 from asysstats.writing.csvcodes import segments
 from asysstats.writing.csvlines import csv_lines, row_numbers
 from asysstats.writing.format import DASH, cells, pair_sides, texts, typed_column
-from asysstats.writing.jsonlines import json_objects
 
 FORMATS = ("column", "csv", "json", "xlsx", "py")
 
@@ -137,6 +135,8 @@ def json_parts(result: Result, decimals: int = 1) -> Iterator[bytes | memoryview
     if result.rows == 0 or not result.columns:
         yield b"[]\n"
         return
+    from asysstats.writing.jsonlines import json_objects  # the runs that print JSON only: start-up time
+
     yield b"[\n"
     pieces = in_pieces(result.rows, lambda start, stop: json_objects(result, start, stop, decimals), FORMATTERS)
     for number, piece in enumerate(pieces):

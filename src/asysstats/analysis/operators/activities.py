@@ -13,11 +13,12 @@ from __future__ import annotations
 import numpy as np
 
 from asysstats.analysis.activity import memcpy_name_ids
-from asysstats.analysis.correlate import PPU_KINDS, activity_table, correlate
+from asysstats.analysis.correlate import activity_table, correlate
 from asysstats.analysis.hgtx import all_ranges, name_filter
 from asysstats.analysis.inputs import Inputs
 from asysstats.analysis.names import kernel_name_ids
 from asysstats.analysis.operators.common import AnalysisOptions
+from asysstats.analysis.reads import PPU_KINDS
 from asysstats.core.tables import EventTable, empty_table
 
 BASE_COLUMNS = ("start", "end", "deviceId", "contextId", "streamId", "correlationId", "globalPid", "graphNodeId")

@@ -29,10 +29,9 @@ from typing import Any
 
 import numpy as np
 
-from asysstats.analysis.activity import DEVICE_READS, KIND_READS
-from asysstats.analysis.correlate import CORRELATE_READS, Pairs, correlate
+from asysstats.analysis.correlate import Pairs, correlate
 from asysstats.analysis.declarations import merged_reads
-from asysstats.analysis.hgtx import HGTX_READS, all_ranges
+from asysstats.analysis.hgtx import all_ranges
 from asysstats.analysis.inputs import Inputs
 from asysstats.analysis.launches import launch_rows, runtime_calls
 from asysstats.analysis.operators.activities import ACTIVITY_READS, load_activities, range_filter
@@ -49,6 +48,7 @@ from asysstats.analysis.operators.recognise import (
     recognise_ranges,
     type_filter,
 )
+from asysstats.analysis.reads import CORRELATE_READS, DEVICE_READS, HGTX_READS, KIND_READS
 from asysstats.compute.distinct import distinct
 from asysstats.compute.grouped import dense_group_ids
 from asysstats.compute.intervals import enclosing_pairs

@@ -21,9 +21,8 @@ from asysstats.analysis.declarations import Options, Rule
 from asysstats.analysis.inputs import Inputs
 from asysstats.api.merging.reduce import run_reduced
 from asysstats.api.running import run_rule
-from asysstats.core.columns import TEXT, Column
 from asysstats.core.errors import AsysError
-from asysstats.core.result import Result
+from asysstats.core.result import TEXT, Column, Result
 
 # The summary and PCCL rules (and the gap rules) whose output over merged reports equals
 # their output over one report holding all the events (tests/test_many_reports.py).

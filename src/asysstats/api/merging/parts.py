@@ -23,7 +23,7 @@ from asysstats.core.strings import StringPool
 from asysstats.reading.merged.cluster import InlineExecutor
 from asysstats.reading.merged.report import Member, MergedReport, interned
 from asysstats.reading.merged.worker import VIEWS, Part, Text, encode_text, take_text
-from asysstats.rulebook.registry import REGISTRY
+from asysstats.rulebook import REGISTRY
 
 Key = Union[np.ndarray, Text]  # a key column: integers, or text as (codes, distinct strings)
 # a bucket's groups (their keys and numbers in the head), each row's group among them, the values

@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 
 from asysstats.analysis.declarations import Options, Rule
-from asysstats.analysis.hgtx import HGTX_COLUMNS
 from asysstats.analysis.inputs import Inputs, Scope
+from asysstats.analysis.reads import HGTX_COLUMNS
 from asysstats.api.merging import parts
 from asysstats.compute.partials import PARTIAL_FIELDS, merge
 from asysstats.core.result import Result

@@ -13,15 +13,17 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence, Union
+from typing import TYPE_CHECKING, Sequence, Union
 
 import numpy as np
 
 from asysstats.compute.distinct import distinct
 from asysstats.reading.merged.identity import Placement, place
 from asysstats.reading.opening import open_report
-from asysstats.reading.protocol import ReportSource
 from asysstats.reading.schema import TABLES
+
+if TYPE_CHECKING:
+    from asysstats.reading.protocol import ReportSource
 
 ACTIVITY_TABLES = ("kernels", "memcpy", "memset")
 Text = tuple[np.ndarray, list]  # per-row codes (-1: missing) into a list of distinct strings
