@@ -100,3 +100,14 @@ def test_a_kernel_summary_imports_no_more_of_the_package_than_before():
     assert len(imported) <= STARTUP_MODULES, imported
     assert not {"asysstats.api.comparing", "asysstats.api.tables", "asysstats.cli.helptext",
                 "asysstats.analysis.hgtx", "asysstats.writing.jsonlines"} & set(imported)
+
+
+def test_the_architecture_page_names_every_module():
+    """docs/architecture.md draws the tree as it is: every package and module of src/ is on it."""
+    page = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    package = ROOT / "src" / "asysstats"
+    missing = [str(path.relative_to(package)) for path in sorted(package.rglob("*.py"))
+               if path.stem != "__init__" and path.stem not in page]
+    missing += [f"{path.relative_to(package)}/" for path in sorted(package.rglob("*"))
+                if path.is_dir() and path.name != "__pycache__" and f"{path.name}/" not in page]
+    assert missing == []

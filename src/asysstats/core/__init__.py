@@ -1,1 +1,1 @@
-"""What every layer shares: errors, event tables, the string pool, rule declarations and results."""
+"""What every layer shares: errors, event tables, the string pool, output columns and results, user regular expressions, atomic files, freed memory."""
