@@ -229,7 +229,7 @@ def test_fingerprints_of_a_text_column_are_stored_checked_and_rebuilt(tmp_path, 
     corrupt = pa.table({"keys": from_numpy(wrong)}).replace_schema_metadata(frame.schema.metadata)
     for damage in (lambda: stored.unlink(), lambda: stored.write_bytes(good[:len(good) // 2]),
                    lambda: stored.write_bytes(b"garbage"),
-                   lambda: cache._write(stored, corrupt),  # the digest of the true fingerprints
+                   lambda: cache._write(stored, "T", "name" + cache_module.KEYS_SUFFIX, corrupt),  # vouched for, wrong
                    lambda: shutil.copyfile(cache.folder / "T.other.fingerprints.arrow", stored)):
         damage()
         computed.clear()

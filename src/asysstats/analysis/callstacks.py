@@ -19,7 +19,7 @@ import regex
 from asysstats.analysis.declarations import split_unescaped
 from asysstats.compute.distinct import distinct
 from asysstats.compute.grouped import group_by
-from asysstats.core.errors import AsysError
+from asysstats.core.errors import AsysError, quoted
 from asysstats.core.regexes import compile_user_regex, search
 from asysstats.core.strings import StringPool
 from asysstats.core.tables import EventTable
@@ -53,7 +53,7 @@ def parse_groups(pairs: Iterable[tuple[str, str]]) -> GroupConfig:
     for name, text in pairs or DEFAULT_GROUPS:
         if name not in names:
             names.append(name)
-        where = f"{OPTION} '{name}={text}'"
+        where = f"{OPTION} {quoted(f'{name}={text}')}"
         parts = split_unescaped(text, "/") if pairs else [text]
         if any(not p for p in parts):
             raise AsysError(f"{where}: empty frame regex")
@@ -70,7 +70,7 @@ def _hits(strings: StringPool, ids: np.ndarray, patterns: list[regex.Pattern]) -
     uniq, slot = distinct(ids[valid])
     texts = strings.lookup(uniq)
     for k, pattern in enumerate(patterns):
-        where = f"{OPTION} regex {pattern.pattern!r}"
+        where = f"{OPTION} regex {quoted(pattern.pattern)}"
         found = np.array([t is not None and search(pattern, t, where) for t in texts], dtype=bool)
         out[k, valid] = found[slot]
     return out

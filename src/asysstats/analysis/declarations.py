@@ -17,7 +17,8 @@ import numpy as np
 import pyarrow as pa
 
 from asysstats.compute.grouped import Key, grouped_stats
-from asysstats.core.errors import AsysError
+from asysstats.core.errors import AsysError, quoted
+from asysstats.core.integers import INT64_MAX, INT64_MIN, parse_int
 from asysstats.core.regexes import compile_user_regex
 from asysstats.core.result import Column, Frame, Gathered, Result
 from asysstats.core.strings import StringPool
@@ -68,14 +69,16 @@ def unescape(text: str) -> str:
 class Option:
     """A rule option: ``flag`` (no value), ``int``, ``choice``, ``regex``, ``text``, or a list
     of ints, regexes or texts (``int_list``, ``regex_list``, ``str_list``: ``/``-separated on
-    the command line, a list or tuple in Python)."""
+    the command line, a list or tuple in Python). Every int lies from ``minimum`` to ``maximum``,
+    int64's range unless narrowed, so that no value overflows the int64 columns it meets."""
 
     name: str
     kind: str
     help: str
     default: Any = None
     choices: tuple[str, ...] = ()
-    minimum: int | None = None
+    minimum: int | None = None  # of an int (or int list) option; None: int64's
+    maximum: int | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in OPTION_KINDS:
@@ -95,7 +98,7 @@ class Option:
         where = f"rule '{rule}': option '{self.name}'"
         if self.kind == "flag":
             if raw is not None and raw.lower() not in ("true", "false", "1", "0", "yes", "no"):
-                raise AsysError(f"{where} takes no value, got {raw!r}")
+                raise AsysError(f"{where} takes no value, got {quoted(raw)}")
             return raw is None or raw.lower() in ("true", "1", "yes")
         if raw is None or raw == "":
             raise AsysError(f"{where} needs a value ({self.name}=...)")
@@ -122,28 +125,24 @@ class Option:
             return self._int(where, raw)
         if kind == "choice":
             if raw not in self.choices:
-                raise AsysError(f"{where} must be one of {', '.join(self.choices)}, got {raw!r}")
+                raise AsysError(f"{where} must be one of {', '.join(self.choices)}, got {quoted(raw)}")
             return raw
         if kind == "regex":
             return compile_user_regex(raw, where)
         return raw
 
     def _int(self, where: str, raw: str) -> int:
-        try:
-            value = int(raw.strip())
-        except ValueError:
-            bound = f" >= {self.minimum}" if self.minimum is not None else ""
-            raise AsysError(f"{where} must be an integer{bound}, got {raw!r}") from None
-        if self.minimum is not None and value < self.minimum:
-            raise AsysError(f"{where} must be an integer >= {self.minimum}, got {raw!r}")
-        return value
+        """An ``int`` item: int64 unless the declaration narrows it (``minimum``, ``maximum``)."""
+        return parse_int(raw, where, INT64_MIN if self.minimum is None else self.minimum,
+                         INT64_MAX if self.maximum is None else self.maximum)
 
 
 # Options shared by many rules, declared once.
 ROWS = Option("rows", "int", "Maximum number of rows to print (default: all).", None, minimum=1)
 BASE = Option("base", "flag", "Use the kernel base name (function name without parameters).", False)
 MANGLED = Option("mangled", "flag", "Use the kernel mangled name.", False)
-DEVICE = Option("device", "int_list", "PPU device ids to analyse, separated by '/' (default: all).", None, minimum=0)
+DEVICE = Option("device", "int_list", "PPU device ids to analyse, separated by '/' (default: all).", None, minimum=0,
+                maximum=(1 << 31) - 1)  # a device id is a 32-bit index in every profiler's records
 HGTX_NAME = Option("hgtx-name", "flag",
                    "Prefix the kernel name with the innermost HGTX range enclosing its launch, separated by '/'.", False)
 COLUMN = Option("column", "str_list", "Print only these columns, separated by '/'.", None)
@@ -294,7 +293,7 @@ class Rule(Generic[O]):
             if name in (opt.name, opt.attribute):
                 return opt
         known = ", ".join(o.name for o in self.all_options)
-        raise AsysError(f"rule '{self.name}': unknown option '{name}' (options: {known})")
+        raise AsysError(f"rule '{self.name}': unknown option {quoted(name)} (options: {known})")
 
     def parse_options(self, given: Mapping[str, str | None]) -> O:
         """The options of the command line's ``-r rule:name=value:flag`` text."""
@@ -339,6 +338,7 @@ class Rule(Generic[O]):
             col = by_key.get(name.strip().lower())
             if col is None:
                 names = ", ".join(c.name for c in self.columns)
-                raise AsysError(f"rule '{self.name}': option 'column': unknown column {name!r} (columns: {names})")
+                raise AsysError(f"rule '{self.name}': option 'column': unknown column {quoted(name)} "
+                                f"(columns: {names})")
             chosen.append(col)
         return tuple(chosen)

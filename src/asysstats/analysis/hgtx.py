@@ -32,7 +32,8 @@ from asysstats.analysis.nesting import nesting
 from asysstats.analysis.reads import HGTX_COLUMNS
 from asysstats.analysis.suspects import without_suspect_events
 from asysstats.compute.keys import pair_key
-from asysstats.core.errors import AsysError
+from asysstats.core.errors import AsysError, quoted
+from asysstats.core.integers import parse_int
 from asysstats.core.regexes import search
 from asysstats.core.result import Gathered, StackColumn
 from asysstats.core.strings import StringPool
@@ -90,10 +91,8 @@ def load_ranges(inputs: Inputs, columns: Sequence[str] = RANGE_COLUMNS) -> Event
 
 def trusted(inputs: Inputs, name: str, table: EventTable) -> EventTable:
     """``table`` (one row per row of the report's ``name`` table) without the suspect events
-    of :mod:`asysstats.analysis.suspects`, unless ``--keep-suspect-events``."""
-    if inputs.settings.keep_suspect_events:
-        return table
-    return without_suspect_events(inputs, name, table)
+    of :mod:`asysstats.analysis.suspects` (with ``--keep-suspect-events``, those it keeps)."""
+    return without_suspect_events(inputs, name, table, keep=inputs.settings.keep_suspect_events)
 
 
 def _empty_ranges() -> EventTable:
@@ -212,18 +211,18 @@ def find_filter_range(inputs: "Inputs", spec: str) -> EventTable:
     by start time); a one-line error naming the nearest existing names when there is none."""
     text, index = spec, 0
     head, slash, tail = spec.rpartition("/")
-    if slash and tail.strip().isdigit():
-        text, index = head, int(tail)
+    if slash and tail.strip().isascii() and tail.strip().isdigit():
+        text, index = head, parse_int(tail, "--filter-hgtx: the index", minimum=0)
     ranges = all_ranges(inputs)
     spelled = filter_names(inputs.strings, ranges) if ranges.rows else {}
     if text not in spelled:
         near = difflib.get_close_matches(text, list(spelled), n=3, cutoff=0.5)
         hint = f" (nearest: {', '.join(near)})" if near else ""
-        raise AsysError(f"--filter-hgtx: {inputs.path.name} has no HGTX range named {text!r}{hint}")
+        raise AsysError(f"--filter-hgtx: {inputs.path.name} has no HGTX range named {quoted(text)}{hint}")
     rows = np.flatnonzero(ranges["name"] == spelled[text])
     rows = rows[np.lexsort((ranges["rangeId"][rows], ranges["start"][rows]))]
     if index >= len(rows):
-        raise AsysError(f"--filter-hgtx: HGTX range {text!r} has {len(rows)} instance(s), "
+        raise AsysError(f"--filter-hgtx: HGTX range {quoted(text)} has {len(rows)} instance(s), "
                         f"index {index} is out of range")
     return ranges.take(rows[index:index + 1])
 

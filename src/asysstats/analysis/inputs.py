@@ -136,8 +136,7 @@ class Inputs:
             floats = frozenset(c.name for c in TABLES[name].columns if c.kind == "float")
             return empty_table(list(cols) + derived_names(list(cols)), floats)
         table = self.report.load(name, cols)
-        if not self.settings.keep_suspect_events:
-            table = without_suspect_events(self, name, table)
+        table = without_suspect_events(self, name, table, keep=self.settings.keep_suspect_events)
         window = self.ppu_window if name in PPU_SIDE_TABLES else self.window
         return in_window(table, window)
 

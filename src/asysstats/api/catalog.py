@@ -13,7 +13,7 @@ from asysstats.rulebook import REGISTRY
 class OptionInfo:
     """A rule option: ``name`` on the command line, ``keyword`` in Python (``hgtx-name`` /
     ``hgtx_name``), its kind (flag, int, int_list, choice, regex, regex_list, str_list, text),
-    default, choices and lower bound."""
+    default, choices and bounds (None: int64's)."""
 
     name: str
     keyword: str
@@ -22,11 +22,12 @@ class OptionInfo:
     help: str
     choices: tuple[str, ...]
     minimum: int | None
+    maximum: int | None
 
     @classmethod
     def of(cls, option: Option) -> "OptionInfo":
         return cls(option.name, option.attribute, option.kind, option.default, option.help, option.choices,
-                   option.minimum)
+                   option.minimum, option.maximum)
 
 
 @dataclass(frozen=True)

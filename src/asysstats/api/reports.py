@@ -19,7 +19,8 @@ import pyarrow as pa
 from asysstats.analysis.declarations import Options, Rule
 from asysstats.analysis.inputs import Inputs, Settings
 from asysstats.api.running import run_rule
-from asysstats.core.errors import AsysError
+from asysstats.core.errors import AsysError, quoted
+from asysstats.core.integers import checked_int
 from asysstats.core.result import Result
 from asysstats.reading.opening import open_report
 from asysstats.rulebook import find_rule
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
 O = TypeVar("O", bound=Options)
 PathLike = str | os.PathLike[str]
 Runner = Callable[[Rule[Any], Any, Inputs], Result]
+TS_SHIFT_MAX = 1 << 62  # ns (146 years) either way: a shifted timestamp below 2**62 still fits int64
 
 
 class Note(UserWarning):
@@ -118,7 +120,7 @@ def open(path: PathLike | Sequence[PathLike], *, cache: bool = True, merge: bool
         raise AsysError(f"asysstats.open: {len(paths)} reports; merge=True reads them as one, or open each")
     if scheduler and not merge:
         raise AsysError("scheduler runs merged reports on a cluster; it needs merge=True")
-    shifts = (ts_shift,) if isinstance(ts_shift, int) else tuple(ts_shift)
+    shifts = clock_shifts(ts_shift)
     run_settings = settings_of(**settings)
     if not (merge or ts_normalize or any(shifts)):
         return Report(open_report(paths[0], cache=cache), run_settings)
@@ -133,6 +135,15 @@ def open(path: PathLike | Sequence[PathLike], *, cache: bool = True, merge: bool
         executor.close()
         raise
     return Report(source, run_settings, merged=merge)
+
+
+def clock_shifts(ts_shift: int | Sequence[int]) -> tuple[int, ...]:
+    """``ts_shift`` checked: ns, an integer or one per report, each within ``TS_SHIFT_MAX``."""
+    shifts = (ts_shift,) if isinstance(ts_shift, int) else ts_shift
+    if isinstance(shifts, (str, bytes)) or not isinstance(shifts, Sequence) or \
+            not all(isinstance(v, int) and not isinstance(v, bool) for v in shifts):
+        raise AsysError(f"ts_shift {quoted(ts_shift)}: expected ns, an integer or a list of one per report")
+    return tuple(checked_int(shift, "ts_shift", -TS_SHIFT_MAX, TS_SHIFT_MAX) for shift in shifts)
 
 
 Pairs = Mapping[str, str] | Iterable[tuple[str, str]]
@@ -164,10 +175,11 @@ def time_window(window: tuple[int | None, int | None] | None) -> tuple[int | Non
         return None
     if not isinstance(window, (tuple, list)) or len(window) != 2 or \
             not all(v is None or (isinstance(v, int) and not isinstance(v, bool)) for v in window):
-        raise AsysError(f"filter_time {window!r}: expected (start, end) in ns, each an integer or None")
-    start, end = window
+        raise AsysError(f"filter_time {quoted(window)}: expected (start, end) in ns, each an integer or None")
+    start, end = (None if v is None else checked_int(v, f"filter_time: the {side} (ns)")
+                  for side, v in zip(("start", "end"), window))
     if start is not None and end is not None and end < start:
-        raise AsysError(f"filter_time {window!r}: end is before start")
+        raise AsysError(f"filter_time {quoted(window)}: end is before start")
     return start, end
 
 
@@ -176,5 +188,5 @@ def pairs(given: Pairs, what: str) -> tuple[tuple[str, str], ...]:
     items = list(given.items()) if isinstance(given, Mapping) else list(given)
     for item in items:
         if not (isinstance(item, tuple) and len(item) == 2 and all(isinstance(v, str) and v for v in item)):
-            raise AsysError(f"{what}: expected name/value pairs of text, got {item!r}")
+            raise AsysError(f"{what}: expected name/value pairs of text, got {quoted(item)}")
     return tuple((name.strip(), value) for name, value in items)

@@ -4,18 +4,23 @@ public API (:mod:`asysstats.api`)."""
 from __future__ import annotations
 
 import atexit
+import contextlib
 import gc
 import os
+import signal
 import sys
+import threading
 import traceback
 from pathlib import Path
+from types import FrameType
 from typing import Sequence
 
 import click
 
-from asysstats.cli.arguments import RuleRequest, bool_value, parse_rule_args, settings_from
+from asysstats.api.reports import TS_SHIFT_MAX
+from asysstats.cli.arguments import Integer, RuleRequest, bool_value, parse_rule_args, settings_from
 from asysstats.cli.runs import ManyOptions, run_requests
-from asysstats.core.errors import AsysError, OutputClosed
+from asysstats.core.errors import AsysError, OutputClosed, escaped_control
 from asysstats.reading.opening import expand_reports
 from asysstats.rulebook import CHECK_RULE, DEFAULT_STATS, REGISTRY
 
@@ -52,7 +57,11 @@ def common_options(func):
     decorators = [
         click.argument("reports", nargs=-1, type=click.Path(dir_okay=True, path_type=str)),
         click.option("--format", "formats", multiple=True, help="column|csv|json|xlsx[:ratio=.N%] or py (a script rule), by position."),
-        click.option("-o", "--output", "outputs", multiple=True, help="%, @command, '.', or <dir>/<prefix>, by position."),
+        click.option("-o", "--output", "outputs", multiple=True,
+                     help="%, @command, '.', or <dir>/<prefix>, by position. Files: <prefix>_<rule>.<format>; with "
+                          "several reports <prefix>_<report>_<rule>.<format> (<report>: its stem, after its folders "
+                          "when stems repeat, e.g. rank0_report); a rule asked for twice to one output: "
+                          "<rule>_<n>, its n-th request."),
         click.option("-f", "--force-overwrite", "force", default="false", metavar="true|false",
                      help="Overwrite existing output files."),
         click.option("--filter-time", help="<start>/<end> in ns from the start of capture."),
@@ -74,7 +83,7 @@ def common_options(func):
                      "(per-rank reports of one job; runs on Dask, see docs/many-reports.md)."),
         click.option("--ts-normalize", default="false", metavar="true|false",
                      help="Timestamps as UTC wall-clock ns (aligns the clocks of several reports)."),
-        click.option("--ts-shift", multiple=True, type=int, metavar="NS",
+        click.option("--ts-shift", multiple=True, type=Integer(-TS_SHIFT_MAX, TS_SHIFT_MAX), metavar="NS",
                      help="Add NS to the report's timestamps, by position (repeat per report)."),
         click.option("--scheduler", metavar="tcp://HOST:PORT",
                      help="Dask scheduler of --merge-reports (default: a local cluster sized to the machine)."),
@@ -140,7 +149,8 @@ def analyze_command(rule_args, **kwargs) -> None:
 @asys.command("compare")
 @click.argument("base")
 @click.argument("target")
-@click.option("-o", "--output", help="<dir>/<prefix>: files <prefix>_<rule>.csv (default: <base>_vs_<target>).")
+@click.option("-o", "--output", help="<dir>/<prefix>: files <prefix>_<rule>.csv (default: <base>_vs_<target>, "
+              "the reports' stems, after their folders when the stems are the same).")
 @click.option("-f", "--force-overwrite", "force", default="false", metavar="true|false",
               help="Overwrite existing output files.")
 @click.option("--filter-hgtx", help="<range>[@<domain>][/<index>]: compare inside that HGTX range of each report.")
@@ -167,20 +177,25 @@ def compare_command(base, target, output, force, filter_hgtx, opconfig, fail_if_
 
 @asys.command("sample")
 @click.argument("out", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--scale", default=1, type=click.IntRange(min=1), help="Multiply the number of steps (events).")
+@click.option("--scale", default="1", metavar="N",
+              help="Multiply the number of steps (events), up to 10,000; about 0.9 MB of report each.")
 @click.option("--seed", default=7, type=int, help="Random seed.")
 @click.option("-f", "--force-overwrite", "force", default="false", metavar="true|false")
 @click.option("--debug", is_flag=True)
-def sample_command(out: Path, scale: int, seed: int, force: str, debug: bool) -> None:
+def sample_command(out: Path, scale: str, seed: int, force: str, debug: bool) -> None:
     """Write a synthetic asysrep of an LLM inference step on 4 PPUs to OUT."""
+    from asysstats.core.integers import parse_int
+    from asysstats.synth import MAX_SCALE  # imported by this command only, as the generator is
     from asysstats.synth.generator import write_sample
 
-    write_sample(out, scale=scale, seed=seed, force=bool_value(force, "--force-overwrite"))
+    write_sample(out, scale=parse_int(scale, "--scale", 1, MAX_SCALE), seed=seed,
+                 force=bool_value(force, "--force-overwrite"))
 
 
 def one_line(message: str) -> str:
-    """Error messages quote user text; control characters in it must not break the line."""
-    return message.replace("\r", "\\r").replace("\n", "\\n")
+    """Error messages quote user text; its control characters neither break the line nor reach the
+    terminal as commands (docs/decisions.md D17)."""
+    return escaped_control(message)
 
 
 # The cyclic garbage collector, at its default thresholds, rescans the growing heap every 700
@@ -189,13 +204,74 @@ def one_line(message: str) -> str:
 GC_THRESHOLDS = (70_000, 20, 20)
 
 
+# SIGTERM and SIGHUP (`timeout`, a CI job cancelled, a terminal closed) stop a run as Ctrl-C
+# does: unwinding, so that no temporary file or private copy is left (exit 128 + the signal).
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+IMPORT_RETRY_S = 0.01
+
+
+class Stopped(SystemExit):
+    """A stop signal, raised in the main thread: it unwinds the run as ``sys.exit`` does (every
+    ``finally`` and exit handler runs), past handlers of ``Exception`` and ``KeyboardInterrupt``."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(128 + signum)
+        self.signum = signum
+
+
+def stop(signum: int, frame: FrameType | None) -> None:
+    """The handler of :data:`STOP_SIGNALS`: the first stops the run; those that follow are
+    ignored, so that they do not interrupt its clean-up. CPython loses an exception raised
+    while it compiles code (an import with no bytecode cache, a dataclass made: one time in
+    three): during an import the signal is raised again a moment later instead."""
+    if importing(frame):
+        later = threading.Timer(IMPORT_RETRY_S, signal.raise_signal, (signum,))
+        later.daemon = True
+        later.start()
+        return
+    for each in STOP_SIGNALS:
+        signal.signal(each, signal.SIG_IGN)
+    raise Stopped(signum)
+
+
+def importing(frame: FrameType | None) -> bool:
+    """Whether ``frame`` runs inside an import."""
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib"):
+            return True
+        frame = frame.f_back
+    return False
+
+
+@contextlib.contextmanager
+def stop_signals_unwind():
+    """Within: :data:`STOP_SIGNALS` stop the run (:func:`stop`), and a file grown past the size
+    limit (``ulimit -f``) is an error (EFBIG) rather than a SIGXFSZ that kills the process.
+    Signal handlers belong to the main thread: elsewhere (in-process callers) nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    handlers = {each: signal.signal(each, stop) for each in STOP_SIGNALS}
+    handlers[signal.SIGXFSZ] = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        for each, handler in handlers.items():
+            signal.signal(each, handler)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     gc.set_threshold(*GC_THRESHOLDS)
     args = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args
     try:
-        asys.main(args=args, prog_name="asys", standalone_mode=False)
-        sys.stdout.flush()  # a closed pipe surfaces here, inside the handler below
+        with stop_signals_unwind():
+            asys.main(args=args, prog_name="asys", standalone_mode=False)
+            sys.stdout.flush()  # a closed pipe surfaces here, inside the handler below
+    except Stopped as exc:
+        with contextlib.suppress(OSError):  # SIGHUP: the terminal may be gone
+            click.echo(f"aborted ({signal.Signals(exc.signum).name})", err=True)
+        raise
     except AsysError as exc:
         if debug:
             traceback.print_exc()
@@ -234,6 +310,8 @@ def entry() -> None:
         if code is not None:
             print(code, file=sys.stderr)
         code = 0 if code is None else 1
+    for each in STOP_SIGNALS:  # the run is over: a stop signal must not cut its clean-up short
+        signal.signal(each, signal.SIG_IGN)
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         try:

@@ -11,8 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+import click
+
 from asysstats.analysis.declarations import split_unescaped, unescape
-from asysstats.core.errors import AsysError
+from asysstats.core.errors import AsysError, quoted
+from asysstats.core.input_files import read_small_file
+from asysstats.core.integers import INT64_MAX, INT64_MIN, parse_int
 from asysstats.writing.writers import FORMATS
 
 
@@ -21,35 +25,34 @@ def parse_format(text: str) -> tuple[str, int]:
     name, _, unit = text.partition(":")
     name = name.strip().lower()
     if name not in FORMATS:
-        raise AsysError(f"--format: unknown format {name!r} (formats: {', '.join(FORMATS)})")
+        raise AsysError(f"--format: unknown format {quoted(name)} (formats: {', '.join(FORMATS)})")
     decimals = 1
     if unit:
         key, _, value = unit.partition("=")
         value = value.strip()
         if key.strip() != "ratio" or not value.endswith("%"):
-            raise AsysError(f"--format {text}: expected ':ratio=.N%' (N = 1, 2 or 3)")
+            raise AsysError(f"--format {quoted(text)}: expected ':ratio=.N%' (N = 1, 2 or 3)")
         digits = value[:-1].lstrip(".")
         if value == "%":
             digits = "1"
-        if not digits.isdigit() or not 0 <= int(digits) <= 3:
-            raise AsysError(f"--format {text}: the ratio unit is %, .1%, .2% or .3%")
+        if digits not in ("0", "1", "2", "3"):
+            raise AsysError(f"--format {quoted(text)}: the ratio unit is %, .1%, .2% or .3%")
         decimals = int(digits)
     return name, decimals
 
 
 def parse_filter_time(text: str | None) -> tuple[int | None, int | None] | None:
+    """``<start>/<end>`` ns from the start of the capture, either empty (open), each an int64."""
     if text is None:
         return None
     lo, sep, hi = text.partition("/")
     if not sep:
-        raise AsysError(f"--filter-time {text!r}: expected <start>/<end> in ns (either may be empty)")
-    try:
-        bounds = (int(lo) if lo.strip() else None, int(hi) if hi.strip() else None)
-    except ValueError:
-        raise AsysError(f"--filter-time {text!r}: start and end must be integers (ns)") from None
+        raise AsysError(f"--filter-time {quoted(text)}: expected <start>/<end> in ns (either may be empty)")
+    bounds = tuple(parse_int(part, f"--filter-time {quoted(text)}: the {end} (ns)") if part.strip() else None
+                   for end, part in (("start", lo), ("end", hi)))
     if bounds[0] is not None and bounds[1] is not None and bounds[1] < bounds[0]:
-        raise AsysError(f"--filter-time {text!r}: end is before start")
-    return bounds
+        raise AsysError(f"--filter-time {quoted(text)}: end is before start")
+    return bounds[0], bounds[1]
 
 
 def settings_from(filter_time: str | None, filter_hgtx: str | None, callstack: Sequence[str], opconfig: Sequence[str],
@@ -63,13 +66,27 @@ def settings_from(filter_time: str | None, filter_hgtx: str | None, callstack: S
             "keep_suspect_events": keep_suspect_events, "device_spec": device_spec or None}
 
 
+class Integer(click.ParamType):
+    """A click option's integer from ``minimum`` to ``maximum`` (int64 by default), read by
+    :func:`~asysstats.core.integers.parse_int`: the one-line error names the option."""
+
+    name = "integer"
+
+    def __init__(self, minimum: int = INT64_MIN, maximum: int = INT64_MAX) -> None:
+        self.minimum, self.maximum = minimum, maximum
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        what = max(param.opts, key=len) if param is not None and param.opts else "the value"
+        return parse_int(str(value), what, self.minimum, self.maximum)
+
+
 def bool_value(text: str, what: str) -> bool:
     lowered = text.strip().lower()
     if lowered in ("true", "1", "yes", "on"):
         return True
     if lowered in ("false", "0", "no", "off"):
         return False
-    raise AsysError(f"{what}: expected true or false, got {text!r}")
+    raise AsysError(f"{what}: expected true or false, got {quoted(text)}")
 
 
 @dataclass(frozen=True)
@@ -82,15 +99,15 @@ def parse_rule_item(item: str) -> RuleRequest:
     fields = split_unescaped(item, ":")
     name = fields[0].strip()
     if not name:
-        raise AsysError(f"empty rule name in {item!r}")
+        raise AsysError(f"empty rule name in {quoted(item)}")
     options: dict[str, str | None] = {}
     for raw in fields[1:]:
         key, eq, value = raw.partition("=")
         key = key.strip()
         if not key:
-            raise AsysError(f"rule '{name}': empty option in {item!r}")
+            raise AsysError(f"rule {quoted(name)}: empty option in {quoted(item)}")
         if key in options:
-            raise AsysError(f"rule '{name}': option '{key}' given twice")
+            raise AsysError(f"rule {quoted(name)}: option {quoted(key)} given twice")
         options[key] = unescape(value) if eq else None
     return RuleRequest(name, options)
 
@@ -113,9 +130,9 @@ def parse_pairs(values: Sequence[str], what: str) -> list[tuple[str, str]]:
         if value.startswith("@"):
             path = Path(value[1:])
             try:
-                text = path.read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError, ValueError) as exc:
-                raise AsysError(f"{what}: cannot read {path}: {exc}") from exc
+                text = read_small_file(path, f"{what} {value}").decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise AsysError(f"{what} {value}: not UTF-8 text ({exc})") from exc
             items += [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
         else:
             items.append(value)
@@ -123,6 +140,6 @@ def parse_pairs(values: Sequence[str], what: str) -> list[tuple[str, str]]:
     for item in items:
         key, eq, rest = item.partition("=")
         if not eq or not key.strip() or not rest:
-            raise AsysError(f"{what}: expected name=value, got {item!r}")
+            raise AsysError(f"{what}: expected name=value, got {quoted(item)}")
         pairs.append((key.strip(), rest))
     return pairs

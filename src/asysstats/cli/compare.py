@@ -19,10 +19,10 @@ import numpy as np
 from asysstats.analysis.comparison import as_float
 from asysstats.api.comparing import DEFAULT_COMPARE, Comparison, compare_reports, default_rules
 from asysstats.api.reports import open
-from asysstats.core.errors import AsysError
-from asysstats.core.files import refuse_overwrite, write_atomically
+from asysstats.core.errors import AsysError, quoted
+from asysstats.core.files import check_output, write_output
 from asysstats.core.result import Result
-from asysstats.writing.outputs import destination
+from asysstats.writing.outputs import destination, distinct_files, report_labels
 from asysstats.writing.writers import csv_parts
 
 # Rule -> (column whose rows add up to its total, what the total is). The operator type
@@ -39,10 +39,16 @@ TOP_ITEMS = 3
 NAME_WIDTH = 70
 
 
-def output_files(output: str | None, base: str, target: str, rules: list[str]) -> dict[str, Path]:
-    """``<dir>/<prefix>_<rule>.csv``; without ``output``, ``<base>_vs_<target>_<rule>.csv`` here."""
-    prefix = output if output else f"{Path(base).stem}_vs_{Path(target).stem}"
-    return {rule: Path(destination(prefix, Path(base), rule, "csv").target) for rule in rules}
+def output_files(output: str | None, base: str, target: str, rules: list[str], force: bool) -> dict[str, Path]:
+    """``<dir>/<prefix>_<rule>.csv``; without ``output``, ``<base>_vs_<target>_<rule>.csv`` here
+    (reports of one stem named by their folders: ``rank0_report_vs_rank1_report``). Checked:
+    none is a report compared, none is there without ``force``."""
+    prefix = output if output else "_vs_".join(report_labels([Path(base), Path(target)]))
+    files = {rule: Path(destination(prefix, Path(base), rule, "csv").target) for rule in rules}
+    distinct_files([(path, rule) for rule, path in files.items()], [Path(base), Path(target)])
+    for path in files.values():
+        check_output(path, force)
+    return files
 
 
 def run_compare(base: str, target: str, output: str | None, force: bool, settings: dict[str, Any],
@@ -50,16 +56,14 @@ def run_compare(base: str, target: str, output: str | None, force: bool, setting
                 cache: bool = True) -> tuple[str, int]:
     """Compare, write the CSV files; return the console text and the exit status."""
     if fail_on not in TOTALS:
-        raise AsysError(f"--fail-on: expected one of {', '.join(TOTALS)}, got {fail_on!r}")
+        raise AsysError(f"--fail-on: expected one of {', '.join(TOTALS)}, got {quoted(fail_on)}")
     rules = default_rules()
-    files = output_files(output, base, target, list(DEFAULT_COMPARE))  # checked before minutes of comparing
-    for path in files.values():
-        refuse_overwrite(path, force)
+    files = output_files(output, base, target, list(DEFAULT_COMPARE), force)  # before minutes of comparing
     with open(base, cache=cache, **settings) as base_report, open(target, cache=cache, **settings) as target_report:
         comparison = compare_reports(base_report, target_report, rules, lambda rule: rule.parse_options({}))
         verdict = regression_verdict(comparison, fail_on, fail_if_slower) if fail_if_slower is not None else None
         for rule, result in comparison.results.items():
-            write_atomically(files[rule], csv_parts(result), force)
+            write_output(files[rule], csv_parts(result), force)
         lines = summary_lines(base, target, comparison)
     lines += ["", "Files:"] + [f"  {files[rule]}" for rule in comparison.results]
     lines += [f"Skipped {note}" for note in comparison.skipped]

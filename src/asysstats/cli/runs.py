@@ -16,10 +16,19 @@ from asysstats.api.reports import Report, open
 from asysstats.cli.arguments import RuleRequest, parse_format
 from asysstats.cli.progress import progress
 from asysstats.core.errors import AsysError, MissingData
-from asysstats.core.files import refuse_overwrite
+from asysstats.core.files import check_output
 from asysstats.core.result import Result
 from asysstats.rulebook import find_rule
-from asysstats.writing.outputs import CONSOLE, FILE, Destination, deliver, destination
+from asysstats.writing.outputs import (
+    CONSOLE,
+    FILE,
+    Destination,
+    deliver,
+    destination,
+    distinct_files,
+    numbered_rules,
+    report_labels,
+)
 from asysstats.writing.writers import render_parts
 
 
@@ -62,7 +71,7 @@ def run_requests(command: str, reports: Sequence[str], requests: list[RuleReques
             check_mergeable(rule)
     opened = open_reports(reports, many, cache, settings, lambda line: click.echo(line, err=True))
     try:
-        run_opened(opened, rules, parsed, fmts, outs, force, default_set)
+        run_opened(opened, rules, parsed, fmts, outs, force, default_set, [Path(path) for path in reports])
     finally:
         for report in opened:
             report.close()
@@ -92,8 +101,8 @@ def open_reports(paths: Sequence[str], many: ManyOptions, cache: bool, settings:
 
 
 def run_opened(opened: list[Report], rules: list[Rule[Any]], parsed: list[Options], fmts: list[tuple[str, int]],
-               outs: list[str | None], force: bool, default_set: bool) -> None:
-    planned = [destinations(opened, rule, fmt, out, force) for rule, (fmt, _), out in zip(rules, fmts, outs)]
+               outs: list[str | None], force: bool, default_set: bool, read: list[Path]) -> None:
+    planned = destinations(opened, rules, [fmt for fmt, _ in fmts], outs, force, read)
     notes: list[str] = []  # data-quality notes, printed after the run
     for rule, options, (fmt, decimals), dests in zip(rules, parsed, fmts, planned):
         runs: list[tuple[Report, Callable[[], Result]]]
@@ -124,22 +133,23 @@ def run_opened(opened: list[Report], rules: list[Rule[Any]], parsed: list[Option
         click.echo(f"note: {note}", err=True)
 
 
-def destinations(opened: list[Report], rule: Rule[Any], fmt: str, output: str | None,
-                 force: bool) -> list[Destination]:
-    """Where the rule's result on each report goes (one, for a comparison of two), found before
-    any rule runs: a missing folder, or a file that is there without ``force``, stops the run
-    before minutes of work rather than after."""
-    reports = opened[:1] if rule.reports == 2 else opened
-    several = len(reports) > 1  # one output per report: file names name it
-    found = [destination(per_report(output, r.path) if several else output, r.path, rule.name, fmt) for r in reports]
-    for dest in found:
-        if dest.kind == FILE:
-            refuse_overwrite(Path(dest.target), force)
-    return found
-
-
-def per_report(output: str | None, report: Path) -> str | None:
-    """``<dir>/<prefix>`` for one of several reports: ``<dir>/<prefix>_<report stem>``."""
-    if output in (None, "", "%", "-", ".") or output.startswith("@"):
-        return output
-    return f"{output}{'' if output.endswith('/') else '_'}{report.stem}"
+def destinations(opened: list[Report], rules: list[Rule[Any]], fmts: list[str], outs: list[str | None],
+                 force: bool, read: list[Path]) -> list[list[Destination]]:
+    """Where each rule's result on each report goes (one, for a comparison of two), found before
+    any rule runs: a missing folder, two results bound for one file or one bound for a report
+    it ``read``, or a file that is there without ``force`` stops the run before minutes of work
+    rather than after (the names: :mod:`asysstats.writing.outputs`)."""
+    labels = report_labels([report.path for report in opened])
+    names = numbered_rules([rule.name for rule in rules], list(zip(outs, fmts)))
+    planned, files = [], []
+    for rule, name, fmt, output in zip(rules, names, fmts, outs):
+        reports = list(zip(opened, labels))[:1 if rule.reports == 2 else None]
+        several = len(reports) > 1  # one output per report: file names name it
+        found = [destination(output, report.path, name, fmt, label if several else "") for report, label in reports]
+        files += [(Path(dest.target), f"{rule.name} on {report.path}") for dest, (report, _) in zip(found, reports)
+                  if dest.kind == FILE]
+        planned.append(found)
+    distinct_files(files, read)
+    for path, _ in files:
+        check_output(path, force)
+    return planned

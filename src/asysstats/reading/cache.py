@@ -1,14 +1,19 @@
 """The columnar cache: columns read from a report, kept as Arrow IPC files and memory-mapped
 on reuse, under ``$XDG_CACHE_HOME/asysstats`` (never next to or inside the report).
 
-An entry is a folder named by a hash of the report's resolved path; its ``stamp.json``
-holds the report's size and modification time. A stamp that differs (the report changed)
-empties the folder; a file that does not read back (truncated, corrupt) is deleted and read
-again from the report. The cache stores columns as read (inline text as text), so
-run-specific string ids are never cached. Next to a dictionary-encoded text column it keeps
-the fingerprints of its dictionaries (:mod:`~asysstats.compute.textindex`), with a digest of
-them and of the text: fingerprints that do not match the column are computed again, never
-used. Failures to write are ignored: the cache is an optimisation, never a source of truth.
+An entry is a folder named by a hash of the report's resolved path. Its ``stamp.json`` holds
+what records a change of the report (:func:`report_stamp`): the file's identity (device,
+inode), size, modification and status-change times, and for SQLite the database header (its
+change counter, page count, schema cookie) and the state of its ``-wal`` and ``-journal``
+files; for any other report (a Kineto trace) a hash of its content. A stamp that differs
+empties the folder. Each stored file has a ``.sum`` file beside it naming its entry, table
+and column, size and CRC-32: a file without it, or that does not match it (altered, swapped,
+truncated, not a file), is deleted and read again from the report. The cache stores columns
+as read (inline text as text), so run-specific string ids are never cached. Next to a
+dictionary-encoded text column it keeps the fingerprints of its dictionaries
+(:mod:`~asysstats.compute.textindex`), with a digest of them and of the text: fingerprints
+that do not match the column are computed again, never used. Failures to write are ignored:
+the cache is an optimisation, never a source of truth (docs/reliability.md).
 """
 
 from __future__ import annotations
@@ -17,19 +22,24 @@ import hashlib
 import json
 import os
 import shutil
+import zlib
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import BinaryIO, Iterable, Sequence
 
 import numpy as np
 import pyarrow as pa
 
 from asysstats.compute.arrow import from_numpy, text_bytes, text_offsets, to_numpy
 from asysstats.compute.textindex import KEY_FORMAT, fingerprints
-from asysstats.core.files import write_atomically
+from asysstats.core.files import publish, temporary_beside, write_atomically
 from asysstats.core.strings import StringPool
 
-VERSION = 2
+VERSION = 3
 KEYS_SUFFIX = ".fingerprints.arrow"  # the file of a text column's fingerprints, after its name
+SUM_SUFFIX = ".sum"  # the file that vouches for a stored file, after its name
+SQLITE_MAGIC = b"SQLite format 3\x00"
+SQLITE_HEADER = 100  # bytes: the change counter (24), page count (28), schema cookie (40), ...
+HASH_CHUNK = 1 << 24
 
 
 def cache_root() -> Path:
@@ -37,14 +47,49 @@ def cache_root() -> Path:
     return Path(base) / "asysstats"
 
 
+def report_stamp(path: Path) -> dict[str, object]:
+    """What records a change of the report at ``path`` (resolved): see the module's docstring."""
+    stamp: dict[str, object] = {"path": str(path), "version": VERSION, **file_state(path)}
+    with path.open("rb") as handle:
+        header = handle.read(SQLITE_HEADER)
+        if header.startswith(SQLITE_MAGIC):
+            stamp["header"] = header.hex()
+            for suffix in ("-wal", "-journal"):
+                sidecar = path.with_name(path.name + suffix)
+                if sidecar.exists():
+                    stamp[suffix] = {**file_state(sidecar), "sha256": content_hash(sidecar)}
+        else:
+            handle.seek(0)
+            stamp["sha256"] = content_hash(handle)
+    return stamp
+
+
+def file_state(path: Path) -> dict[str, int]:
+    """A file's identity, size and times as the file system records them."""
+    info = path.stat()
+    return {"device": info.st_dev, "inode": info.st_ino, "size": info.st_size,
+            "mtime_ns": info.st_mtime_ns, "ctime_ns": info.st_ctime_ns}
+
+
+def content_hash(source: Path | BinaryIO) -> str:
+    """SHA-256 of a file's bytes, read in pieces."""
+    if isinstance(source, Path):
+        with source.open("rb") as handle:
+            return content_hash(handle)
+    digest = hashlib.sha256()
+    while piece := source.read(HASH_CHUNK):
+        digest.update(piece)
+    return digest.hexdigest()
+
+
 class ColumnCache:
     """Cached columns of one report, one IPC file per (physical table, column)."""
 
     def __init__(self, report: Path, root: Path | None = None) -> None:
         resolved = report.resolve()
-        info = resolved.stat()
         self.folder = (root or cache_root()) / hashlib.sha256(str(resolved).encode()).hexdigest()[:32]
-        self._stamp = {"path": str(resolved), "size": info.st_size, "mtime_ns": info.st_mtime_ns, "version": VERSION}
+        self._stamp = report_stamp(resolved)
+        self._entry = hashlib.sha256(json.dumps(self._stamp, sort_keys=True).encode()).hexdigest()
         self.enabled = self._prepare()
 
     def _prepare(self) -> bool:
@@ -79,24 +124,51 @@ class ColumnCache:
         return found
 
     def get(self, table: str, column: str) -> pa.ChunkedArray | None:
-        """The cached column, memory-mapped; None when absent or unreadable (then deleted)."""
-        frame = self._read(self._file(table, column)) if self.enabled else None
+        """The cached column, memory-mapped; None when absent or not vouched for (then deleted)."""
+        frame = self._read(self._file(table, column), table, column) if self.enabled else None
         return None if frame is None else frame.column(0)
 
-    @staticmethod
-    def _read(path: Path) -> pa.Table | None:
-        """An IPC file memory-mapped; None when absent or unreadable (then deleted)."""
-        if not path.exists():
+    def _read(self, path: Path, table: str, column: str) -> pa.Table | None:
+        """An IPC file memory-mapped, when its ``.sum`` file vouches for it; else None (and
+        whatever is there is deleted)."""
+        if not path.exists() and not path.is_symlink():
             return None
         try:
-            with pa.memory_map(str(path)) as source:
-                frame = pa.ipc.open_file(source).read_all()
-            if frame.num_columns:
-                return frame
-        except (OSError, pa.ArrowException):
+            if path.is_file():
+                with pa.memory_map(str(path)) as source:
+                    data = source.read_buffer()
+                if self._vouched(path, table, column, data):
+                    frame = pa.ipc.open_file(data).read_all()
+                    if frame.num_columns:
+                        return frame
+        except (OSError, ValueError, pa.ArrowException):
             pass
-        path.unlink(missing_ok=True)
+        self._remove(path)
         return None
+
+    def _vouched(self, path: Path, table: str, column: str, data: pa.Buffer) -> bool:
+        """Whether the ``.sum`` file of ``path`` names this entry, table and column, and the
+        size and CRC-32 of ``data``."""
+        return json.loads(self._sum_file(path).read_text()) == self._sum(table, column, data)
+
+    def _sum(self, table: str, column: str, data: pa.Buffer | memoryview) -> dict[str, object]:
+        return {"entry": self._entry, "table": table, "column": column, "size": len(data),
+                "crc32": zlib.crc32(data)}
+
+    @staticmethod
+    def _sum_file(path: Path) -> Path:
+        return path.with_name(path.name + SUM_SUFFIX)
+
+    def _remove(self, path: Path) -> None:
+        """Delete a stored file and its ``.sum`` file, whatever they are (a folder too)."""
+        for target in (path, self._sum_file(path)):
+            if target.is_dir() and not target.is_symlink():
+                shutil.rmtree(target, ignore_errors=True)
+            else:
+                try:
+                    target.unlink(missing_ok=True)
+                except OSError:
+                    pass
 
     def put(self, table: str, column: str, values: pa.ChunkedArray, keys: list[np.ndarray] | None = None) -> bool:
         """Store a column (give a column of numbers one chunk, so that reuse maps it without a
@@ -104,23 +176,27 @@ class ColumnCache:
         chunk); whether the column was stored."""
         if not self.enabled:
             return False
-        self._keys_file(table, column).unlink(missing_ok=True)
-        stored = self._write(self._file(table, column), pa.table({column: values}))
+        self._remove(self._keys_file(table, column))
+        stored = self._write(self._file(table, column), table, column, pa.table({column: values}))
         if stored and keys is not None:
             self._put_keys(table, column, values, keys)
         return stored
 
-    @staticmethod
-    def _write(target: Path, frame: pa.Table) -> bool:
-        """Write an IPC file through a temporary file renamed into place; whether it was written."""
-        temp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    def _write(self, target: Path, table: str, column: str, frame: pa.Table) -> bool:
+        """Write an IPC file through a temporary file renamed into place, then its ``.sum``
+        file (a reader in between finds them not matching: it reads the report instead);
+        whether both were written."""
         try:
-            with pa.OSFile(str(temp), "wb") as sink, pa.ipc.new_file(sink, frame.schema) as writer:
-                writer.write_table(frame)
-            os.replace(temp, target)
+            self._remove(target)
+            with temporary_beside(target) as temp:
+                with pa.OSFile(str(temp), "wb") as sink, pa.ipc.new_file(sink, frame.schema) as writer:
+                    writer.write_table(frame)
+                with pa.memory_map(str(temp)) as written:
+                    vouch = json.dumps(self._sum(table, column, written.read_buffer())).encode()
+                publish(temp, target, force=True)
+            write_atomically(self._sum_file(target), vouch, force=True)
             return True
         except (OSError, pa.ArrowException):
-            temp.unlink(missing_ok=True)
             return False
 
     def put_column(self, table: str, name: str, values: np.ndarray, text: bool, strings: StringPool) -> bool:
@@ -137,7 +213,7 @@ class ColumnCache:
         if not self.enabled or not all(pa.types.is_dictionary(chunk.type) for chunk in values.chunks):
             return None
         dictionaries = [chunk.dictionary for chunk in values.chunks]
-        stored = self._read(self._keys_file(table, column))
+        stored = self._read(self._keys_file(table, column), table, column + KEYS_SUFFIX)
         if stored is not None and stored.num_rows == sum(len(d) for d in dictionaries) and \
                 stored.schema.metadata == {b"digest": _digest(dictionaries, stored.column(0))}:
             ends = np.cumsum([len(d) for d in dictionaries])
@@ -152,7 +228,7 @@ class ColumnCache:
         joined = pa.chunked_array([from_numpy(np.concatenate(keys) if keys else np.empty(0, np.uint64))])
         digest = _digest([chunk.dictionary for chunk in values.chunks], joined)
         frame = pa.table({"keys": joined}).replace_schema_metadata({"digest": digest})
-        self._write(self._keys_file(table, column), frame)
+        self._write(self._keys_file(table, column), table, column + KEYS_SUFFIX, frame)
 
     def put_table(self, table: str, columns: Iterable[tuple[str, np.ndarray]], text: Sequence[str],
                   strings: StringPool) -> dict[str, np.ndarray]:
@@ -174,7 +250,7 @@ class ColumnCache:
     def drop(self, table: str) -> None:
         """Forget every column of a table (after an inconsistency)."""
         for path in self.folder.glob(f"{table}.*.arrow"):
-            path.unlink(missing_ok=True)
+            self._remove(path)
 
 
 def _digest(dictionaries: list[pa.Array], keys: pa.ChunkedArray) -> bytes:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
 from asysstats.core.errors import AsysError
+from asysstats.core.input_files import check_input_file
 from asysstats.reading.sqlite import SQLITE_MAGIC, SqliteReport
 
 if TYPE_CHECKING:
@@ -43,8 +44,10 @@ def expand_reports(arguments: Sequence[str]) -> list[str]:
 
 def open_report(path: str | os.PathLike[str], cache: bool = True) -> "SqliteReport | KinetoReport":
     """Open any supported report file (the one entry point the CLI uses): a JSON trace
-    (plain, or gzip by its magic bytes) is a PyTorch profiler trace, anything else SQLite."""
-    if Path(path).is_file() and not starts_with(Path(path), SQLITE_MAGIC):
+    (plain, or gzip by its magic bytes) is a PyTorch profiler trace, anything else SQLite.
+    What is not a regular file (a FIFO, a device) is refused before it is opened."""
+    check_input_file(Path(path))
+    if not starts_with(Path(path), SQLITE_MAGIC):
         from asysstats.reading.kineto.parse import looks_like_json_trace  # only for a trace: start-up time
 
         if looks_like_json_trace(Path(path)):

@@ -30,8 +30,9 @@ class Col:
     name: str
     sources: tuple[str, ...] = ()
     fill: int | float = 0
-    required: bool = False
+    required: bool = False  # absent or NULL: an error
     kind: str = "int"  # int | float | text (inline text, interned as a string id) | strid
+    present: bool = False  # absent: an error (a NULL value is its fill)
 
     def physical(self) -> tuple[str, ...]:
         return self.sources or (self.name,)
@@ -59,8 +60,8 @@ class TableSpec:
         raise KeyError(f"{self.name} has no column {name!r}")
 
 
-def _ids(*names: str, fill: int = -1) -> tuple[Col, ...]:
-    return tuple(Col(n, fill=fill, kind="strid") for n in names)
+def _ids(*names: str, fill: int = -1, present: tuple[str, ...] = ()) -> tuple[Col, ...]:
+    return tuple(Col(n, fill=fill, kind="strid", present=n in present) for n in names)
 
 
 _TIME = (Col("start", required=True), Col("end", required=True))
@@ -73,7 +74,8 @@ TABLES: dict[str, TableSpec] = {t.name: t for t in (
     TableSpec(
         "kernels",
         {ASYSREP: ("HGPTI_ACTIVITY_KIND_KERNEL",), NSYS: ("CUPTI_ACTIVITY_KIND_KERNEL",)},
-        _DEVICE_ACTIVITY + _ids("demangledName", "shortName", "mangledName") + (
+        _DEVICE_ACTIVITY + _ids("demangledName", "shortName", "mangledName", present=("demangledName", "shortName"))
+        + (
             Col("gridX"), Col("gridY"), Col("gridZ"), Col("blockX"), Col("blockY"), Col("blockZ"),
             Col("registersPerThread"), Col("staticSharedMemory"), Col("dynamicSharedMemory"),
             Col("graphId", fill=-1),
@@ -82,12 +84,13 @@ TABLES: dict[str, TableSpec] = {t.name: t for t in (
     TableSpec(
         "memcpy",
         {ASYSREP: ("HGPTI_ACTIVITY_KIND_MEMCPY",), NSYS: ("CUPTI_ACTIVITY_KIND_MEMCPY",)},
-        _DEVICE_ACTIVITY + (Col("bytes"), Col("copyKind"), Col("srcKind", fill=-1), Col("dstKind", fill=-1)),
+        _DEVICE_ACTIVITY + (Col("bytes", present=True), Col("copyKind", present=True), Col("srcKind", fill=-1),
+                            Col("dstKind", fill=-1)),
         "HGGC memcpy data", "--trace hggc"),
     TableSpec(
         "memset",
         {ASYSREP: ("HGPTI_ACTIVITY_KIND_MEMSET",), NSYS: ("CUPTI_ACTIVITY_KIND_MEMSET",)},
-        _DEVICE_ACTIVITY + (Col("value"), Col("bytes"), Col("memKind", fill=-1)),
+        _DEVICE_ACTIVITY + (Col("value"), Col("bytes", present=True), Col("memKind", fill=-1)),
         "HGGC memset data", "--trace hggc"),
     TableSpec(
         "runtime",
@@ -124,7 +127,7 @@ TABLES: dict[str, TableSpec] = {t.name: t for t in (
         "memory_usage",
         {ASYSREP: ("HGGC_PPU_MEMORY_USAGE_EVENTS",), NSYS: ("CUDA_GPU_MEMORY_USAGE_EVENTS",)},
         (Col("start", required=True), Col("globalPid"), Col("globalTid", fill=-1), Col("deviceId"),
-         Col("contextId"), Col("address", required=True), Col("bytes"), Col("memKind", fill=-1),
+         Col("contextId"), Col("address", required=True), Col("bytes", present=True), Col("memKind", fill=-1),
          Col("accessFlags", fill=-1), Col("memoryOperationType", required=True), Col("correlationId", fill=-1)),
         "device memory usage data", "--hggc-memory-usage device"),
     TableSpec(
@@ -137,7 +140,7 @@ TABLES: dict[str, TableSpec] = {t.name: t for t in (
         "metrics",
         {ASYSREP: ("PPU_METRICS",), NSYS: ("GPU_METRICS",)},
         (Col("deviceId", sources=("deviceId", "typeId")), Col("start", sources=("start", "timestamp"), required=True),
-         Col("end", fill=-1), Col("metricId", required=True), Col("value", kind="float")),
+         Col("end", fill=-1), Col("metricId", required=True), Col("value", kind="float", present=True)),
         "PPU metric data", "--ppu-metrics-device all"),
     TableSpec(
         "metric_info",

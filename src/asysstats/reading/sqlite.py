@@ -9,10 +9,11 @@ from __future__ import annotations
 import atexit
 import contextlib
 import functools
+import json
 import os
+import shlex
 import shutil
 import sqlite3
-import tempfile
 import urllib.parse
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Mapping, Sequence
@@ -22,7 +23,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from asysstats.compute.arrow import from_numpy, to_numpy
+from asysstats.compute.distinct import DERIVED_BASE
 from asysstats.core.errors import AsysError, MissingData
+from asysstats.core.files import private_folder
+from asysstats.core.input_files import check_input_file
 from asysstats.core.memory import release_memory
 from asysstats.core.strings import StringPool
 from asysstats.core.tables import EventTable
@@ -31,27 +35,47 @@ from asysstats.reading.schema import ASYSREP, DIALECT_MARKERS, NSYS, TABLES, Col
 from asysstats.reading.sqlite_columns import TableReader
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
+HEAD_BYTES = 4096  # of a file that is not SQLite, read to tell what it is
+UTF8_BOM = b"\xef\xbb\xbf"
+UTF16_BOMS, UTF32_BOMS = (b"\xff\xfe", b"\xfe\xff"), (b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff")
+NSYS_SUFFIXES = (".nsys-rep", ".qdrep")  # Nsight Systems' own report files
 LOCK_TIMEOUT_S = 2.0  # how long to wait for a writer's lock before giving up
 DERIVED_FORMAT = 1  # bump when a derived table (hgtx.all_ranges) is built differently
 
 
 def check_report_file(path: Path) -> None:
-    """A one-line error for a path that cannot be a report."""
-    if not path.exists():
-        raise AsysError(f"{path}: no such file")
-    if path.is_dir():
-        raise AsysError(f"{path}: is a directory, not a report")
+    """A one-line error for a path that cannot be a report: not a regular file
+    (:func:`~asysstats.core.input_files.check_input_file`), unreadable, empty, or not SQLite."""
+    check_input_file(path)
     try:
         with path.open("rb") as handle:
-            head = handle.read(len(SQLITE_MAGIC))
+            head = handle.read(HEAD_BYTES)
     except OSError as exc:
         raise AsysError(f"{path}: cannot read ({exc.strerror})") from exc
     if len(head) == 0:
         raise AsysError(f"{path}: empty file, not a report")
-    if head != SQLITE_MAGIC:
-        raise AsysError(
-            f"{path.name}: not an SQLite database; convert it with "
-            f"'asys export -o {path.stem}.sqlite {path.name}'")
+    if not head.startswith(SQLITE_MAGIC):
+        raise AsysError(f"{path.name}: {what_else(path, head)}")
+
+
+def what_else(path: Path, head: bytes) -> str:
+    """What a file that is not an SQLite database is, as far as its first bytes tell, and what
+    to do: UTF-16/32 text, JSON that is not a trace object, an Nsight Systems ``.nsys-rep``."""
+    wide = "UTF-32" if head.startswith(UTF32_BOMS) else "UTF-16" if head.startswith(UTF16_BOMS) else None
+    if wide is None and b"\x00" in head[:2] and head.strip(b"\x00")[:1] in (b"{", b"["):
+        wide = "UTF-16"  # JSON text without a byte order mark: every other byte is zero
+    if wide:
+        return f"is {wide} text, not a report; save a PyTorch profiler trace as UTF-8"
+    if len(head) < HEAD_BYTES:  # the whole file: is it a JSON value other than an object or array?
+        try:
+            json.loads(head.removeprefix(UTF8_BOM))
+            return "is JSON but not a PyTorch profiler trace, which is an object with a traceEvents array"
+        except (ValueError, RecursionError):
+            pass
+    if path.name.endswith(NSYS_SUFFIXES):
+        command = f"nsys export --type sqlite -o {shlex.quote(path.stem + '.sqlite')} {shlex.quote(path.name)}"
+        return f"an Nsight Systems report, read as its SQLite export; make that with: {command}"
+    return "not an SQLite database or a PyTorch profiler trace"
 
 
 def readable_file(path: Path) -> Path:
@@ -65,12 +89,18 @@ def readable_file(path: Path) -> Path:
     present = [s for s in sidecars if s.exists() and s.stat().st_size > 0]
     if not wal and not present:
         return path
-    folder = Path(tempfile.mkdtemp(prefix="asysstats-"))
-    atexit.register(shutil.rmtree, folder, True)
-    copy = folder / path.name
-    shutil.copyfile(path, copy)
-    for sidecar in present:
-        shutil.copyfile(sidecar, folder / sidecar.name)
+    folder: Path | None = None
+    try:
+        folder = private_folder()  # marked with our process id: swept by a later run if we are killed
+        atexit.register(shutil.rmtree, folder, True)  # at exit, a stop signal's included (asysstats.cli.main)
+        copy = folder / path.name
+        for source in [path] + present:
+            shutil.copyfile(source, folder / source.name)
+    except OSError as exc:  # a full or read-only temp folder
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
+        raise AsysError(f"{path}: cannot make the private copy a WAL-mode or journalled report is read from "
+                        f"({exc.strerror}); set TMPDIR to a writable folder with room") from exc
     try:
         con = sqlite3.connect(copy)
         con.execute("PRAGMA journal_mode=DELETE")
@@ -229,7 +259,11 @@ class SqliteReport:
             column = column.cast(target)
         if column.null_count:  # the fill as an Arrow scalar: a Python number would import pandas
             column = pc.fill_null(column, from_numpy(np.array([col.fill], dtype))[0])
-        return to_numpy(column, dtype)
+        values = to_numpy(column, dtype)
+        if col.kind == "strid" and len(values) and values.max() >= DERIVED_BASE:
+            raise AsysError(f"{self.path}: table {table}, column {col.name}: string id {int(values.max())} is past "
+                            f"the ids this tool reads (below 2^40)")
+        return values
 
     def _fetch_strings(self, ids: list[int]) -> Iterable[tuple[int, str]]:
         if "StringIds" not in self._tables:
@@ -239,7 +273,7 @@ class SqliteReport:
             chunk = ids[lo:lo + 900]
             marks = ",".join("?" * len(chunk))
             out += self._query("StringIds", f"SELECT id, value FROM StringIds WHERE id IN ({marks})", chunk)
-        return [(int(i), v if isinstance(v, str) else str(v)) for i, v in out]
+        return [(int(i), text_value(v)) for i, v in out]
 
     def _query(self, table: str, sql: str, params: Sequence[object] = ()) -> list[tuple]:
         return self._reader.query(table, sql, params)
@@ -251,3 +285,11 @@ class SqliteReport:
 
 def missing_message(path: Path, spec: TableSpec) -> str:
     return f"{path.name} does not contain {spec.what} (collect with {spec.collect})"
+
+
+def text_value(value: object) -> str:
+    """The text of a ``StringIds`` value: a BLOB decoded as UTF-8 (bad bytes replaced, as TEXT
+    is), NULL as empty text, a number as its digits (docs/decisions.md D16)."""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    return "" if value is None else str(value)

@@ -99,7 +99,7 @@ class TableReader:
         select = []
         for col in cols:
             source = col.source(present)
-            if source is None and col.required:
+            if source is None and (col.required or col.present):
                 raise AsysError(f"{self.path}: table {table} has no column {col.physical()[0]}")
             select.append(f'"{source}"' if source else "NULL")
         return f'SELECT {", ".join(f"{s} AS {c.name}" for s, c in zip(select, cols))} FROM "{table}"'
@@ -128,11 +128,14 @@ class TableReader:
     def _read_sqlite3(self, table: str, query: str, cols: list[Col]) -> pa.Table:
         rows = self.query(table, query)
         arrays = list(zip(*rows)) if rows else [()] * len(cols)
+        return pa.table({c.name: self._typed(table, c, values) for c, values in zip(cols, arrays)})
+
+    def _typed(self, table: str, col: Col, values: Sequence[object]) -> pa.Array:
+        """One column's values as Arrow; an error naming the column when they are not of its kind."""
         try:
-            return pa.table({c.name: pa.array(list(a), type=arrow_type(c)) for c, a in zip(cols, arrays)})
-        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError) as exc:
-            bad = next((c.name for c, a in zip(cols, arrays) if not values_fit(c, a)), "?")
-            raise AsysError(f"{self.path}: table {table}, column {bad}: values of the wrong type ({exc})") from exc
+            return pa.array(list(values), type=arrow_type(col))
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError) as exc:
+            raise AsysError(f"{self.path}: table {table}, column {col.name}: values of the wrong type ({exc})") from exc
 
 
 def encoded(table: pa.Table, text: list[str]) -> pa.Table:
@@ -148,9 +151,3 @@ def arrow_type(col: Col) -> pa.DataType:
     if col.kind == "text":
         return pa.string()
     return pa.float64() if col.kind == "float" else pa.int64()
-
-
-def values_fit(col: Col, values: Sequence[object]) -> bool:
-    if col.kind == "text":
-        return all(v is None or isinstance(v, str) for v in values)
-    return all(v is None or isinstance(v, (int, float)) for v in values)

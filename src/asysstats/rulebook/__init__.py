@@ -12,7 +12,7 @@ from importlib import import_module
 from typing import Any, Iterator, Mapping, Sequence
 
 from asysstats.analysis.declarations import Rule
-from asysstats.core.errors import AsysError
+from asysstats.core.errors import AsysError, quoted
 
 
 class Registry:
@@ -52,7 +52,7 @@ class Registry:
             pool = [r.name for r in self if (r.command == "analyze") == (command == "analyze")]
             near = difflib.get_close_matches(name, pool, n=3)
             hint = f" (did you mean {', '.join(near)}?)" if near else f" (see 'asys {command} --help-reports')"
-            raise AsysError(f"unknown rule '{name}'{hint}")
+            raise AsysError(f"unknown rule {quoted(name)}{hint}")
         return rule
 
 

@@ -16,14 +16,17 @@ from asysstats.analysis.declarations import RANGE_MODE, Option, Options, Rule
 from asysstats.analysis.inputs import Inputs
 from asysstats.compute.grouped import group_by
 from asysstats.compute.intervals import busy_per_window, gaps
+from asysstats.core.integers import INT64_MAX
 from asysstats.core.result import INT, PERCENT, Column, Frame
 from asysstats.core.tables import NA, EventTable
 
 ACTIVITY_KINDS = ("kernels", "memcpy", "memset")
 ROWS_50 = Option("rows", "int", "Maximum number of rows to print.", 50, minimum=1)
-GAP = Option("gap", "int", "Report idle gaps longer than this many milliseconds.", 500, minimum=0)
+GAP = Option("gap", "int", "Report idle gaps longer than this many milliseconds.", 500, minimum=0,
+             maximum=INT64_MAX // 1_000_000)  # in ns, an int64
 THRESHOLD = Option("threshold", "int", "Report chunks whose utilisation is under this percentage.", 50, minimum=0)
-CHUNKS = Option("chunks", "int", "Number of equal chunks the time range is cut into.", 100, minimum=1)
+CHUNKS = Option("chunks", "int", "Number of equal chunks the time range is cut into.", 100, minimum=1,
+                maximum=1_000_000)  # each chunk is a few numbers in memory and may be a row
 MERGE_PIDS = Option("merge-process-id", "flag", "Merge the processes of each device into one timeline.", False)
 PID = Column("PID", INT, "Process identifier ('-' with merge-process-id)")
 DEVICE_ID = Column("Device ID", INT, "PPU device identifier")

@@ -18,6 +18,7 @@ from asysstats.analysis.names import kernel_name_ids
 from asysstats.analysis.reads import KERNEL_COLUMNS
 from asysstats.compute.distinct import distinct
 from asysstats.compute.grouped import share_percent
+from asysstats.core.errors import quoted
 from asysstats.core.regexes import compile_user_regex, search
 from asysstats.core.result import INT, PERCENT, TEXT, Column, Frame
 from asysstats.core.strings import StringPool
@@ -44,7 +45,7 @@ def compile_groups(pairs: tuple[tuple[str, str], ...]) -> tuple[list[str], list[
     for label, pattern in pairs:
         if label not in labels:
             labels.append(label)
-        where = f"rule '{RULE_NAME}': option '--kernel-group-config' (group '{label}')"
+        where = f"rule '{RULE_NAME}': option '--kernel-group-config' (group {quoted(label)})"
         groups.append((labels.index(label), compile_user_regex(pattern, where)))
     if OTHER not in labels:
         labels.append(OTHER)

@@ -5,6 +5,8 @@ suspect events. Every check is vectorised and looks at the whole report (no time
   start (an optional end left empty, such as an HGTX mark's, is not checked);
 * ``longer than capture`` — events lasting longer than the capture of ``ANALYSIS_DETAILS``
   (without it the capture is the span of the events, which no event outlasts);
+* ``time beyond 2^62 ns`` — events with a start or end at or past ±2^62 ns (146 years), left out
+  of every statistic even with ``--keep-suspect-events``;
 * ``no launch call`` — kernels, memcpy and memset whose (process, correlationId) is not among
   the API calls (checked when API calls were traced; correlationId 0 marks activities no call
   caused, such as unified-memory migrations);
@@ -47,8 +49,8 @@ if TYPE_CHECKING:
 
 EXAMPLES = 3
 LAUNCH_NAMES = re.compile("LaunchKernel|GraphLaunch|Memcpy|Memset")
-CHECKS = ("end before start", "longer than capture", "no launch call", "launch without activity",
-          "starts before launch", "outside capture", "broken nesting", "unmatched free")
+CHECKS = ("end before start", "longer than capture", "time beyond 2^62 ns", "no launch call",
+          "launch without activity", "starts before launch", "outside capture", "broken nesting", "unmatched free")
 
 Finding = tuple[str, str, int, str]  # check, table, count, examples
 ACTIVITY_COLUMNS = ("start", "end", "deviceId", "correlationId", "globalPid")
@@ -76,6 +78,7 @@ def timing(inputs: "Inputs") -> list[Finding]:
         out += finding("end before start", name, found.backwards, lambda r: f"row {r + 1}: start {s[r]}, end {e[r]}")
         out += finding("longer than capture", name, found.longer,
                        lambda r: f"row {r + 1}: {e[r] - s[r]} ns (capture {found.capture} ns)")
+        out += finding("time beyond 2^62 ns", name, found.outside, lambda r: f"row {r + 1}: start {s[r]}, end {e[r]}")
     return out
 
 

@@ -13,6 +13,7 @@ import pyarrow.compute as pc
 
 from asysstats.compute.arrow import from_numpy, from_texts, quoted, text
 from asysstats.compute.distinct import distinct, sampled_values
+from asysstats.core.errors import escaped_control
 from asysstats.core.result import INT, PAIR_INNER, PERCENT, TEXT
 from asysstats.core.strings import StringPool
 from asysstats.core.tables import NA
@@ -20,6 +21,7 @@ from asysstats.core.tables import NA
 DASH = "-"
 PAIR_SEPARATOR = " / "
 MISSING_CELL = {False: text(DASH), True: text(f'"{DASH}"')}  # by csv
+CONTROL_PATTERN = r"[\x{00}-\x{1f}\x{7f}-\x{9f}\x{2028}\x{2029}]"  # RE2: what escaped_control escapes
 
 
 def is_missing(values: np.ndarray) -> np.ndarray:
@@ -66,15 +68,17 @@ def texts(values: np.ndarray | pa.Array, strings: StringPool) -> np.ndarray:
 
 
 def cells(kind: str, values: np.ndarray | pa.Array, strings: StringPool, decimals: int = 1,
-          csv: bool = False) -> pa.Array:
+          csv: bool = False, console: bool = False) -> pa.Array:
     """The printed text of every cell; missing cells ``-``. With ``csv``, the CSV cell:
-    text double-quoted with quotes doubled, numbers bare, a missing cell ``"-"`` (docs/decisions.md D6)."""
+    text double-quoted with quotes doubled, numbers bare, a missing cell ``"-"`` (docs/decisions.md D6).
+    With ``console``, the aligned table's: control characters in text escaped (:func:`printable`)."""
     if kind in PAIR_INNER:
-        base, target = (cells(PAIR_INNER[kind], side, strings, decimals) for side in pair_sides(values))
+        base, target = (cells(PAIR_INNER[kind], side, strings, decimals, console=console)
+                        for side in pair_sides(values))
         joined = pc.binary_join_element_wise(base, target, text(PAIR_SEPARATOR))
         return quoted(joined) if csv else joined
     if kind == TEXT:
-        return text_cells(values, strings, csv)
+        return text_cells(values, strings, csv, console)
     if kind == INT:
         return integer_cells(*as_integers(values), csv)
     places = decimals if kind == PERCENT else 1
@@ -138,11 +142,13 @@ def few_values(values: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     return uniq, index
 
 
-def text_cells(values: np.ndarray | pa.Array, strings: StringPool, csv: bool = False) -> pa.Array:
-    """Text of string ids (each distinct id looked up, and for CSV quoted, once), of Arrow
-    strings (without nulls) or of strings; a missing cell is ``-`` (``"-"`` in CSV)."""
+def text_cells(values: np.ndarray | pa.Array, strings: StringPool, csv: bool = False,
+               console: bool = False) -> pa.Array:
+    """Text of string ids (each distinct id looked up, and for CSV quoted or the console
+    escaped, once), of Arrow strings (without nulls) or of strings; a missing cell is ``-``
+    (``"-"`` in CSV)."""
     if isinstance(values, pa.Array):
-        return quoted(values) if csv else values
+        return quoted(values) if csv else printable(values) if console else values
     values = np.asarray(values)
     if values.dtype.kind in "iu":
         uniq, index = distinct(np.where(values >= 0, values, -1) + 1)  # 0: missing
@@ -151,7 +157,22 @@ def text_cells(values: np.ndarray | pa.Array, strings: StringPool, csv: bool = F
         dictionary, index = from_texts([DASH if t is None else t for t in texts(values, strings)]), None
     if csv:
         dictionary = quoted(dictionary)
+    if console:
+        dictionary = printable(dictionary)
     return dictionary if index is None else dictionary.take(from_numpy(index))
+
+
+def printable(cells: pa.Array) -> pa.Array:
+    """Text cells as the aligned console table shows them: a control character (C0, DEL, C1,
+    a Unicode line separator) escaped as in error messages (``\\x1b``, ``\\n``), so that a name
+    can neither drive the terminal nor break the table's lines (docs/decisions.md D18). The few
+    cells holding one are escaped once per distinct text."""
+    flagged = pc.match_substring_regex(cells, CONTROL_PATTERN)
+    if not pc.any(flagged).as_py():
+        return cells
+    odd = pc.unique(cells.filter(flagged))
+    shown = pc.cast(from_texts([escaped_control(t) for t in odd.to_pylist()]), cells.type)
+    return pc.if_else(flagged, shown.take(pc.index_in(cells, value_set=odd)), cells)
 
 
 def pair_sides(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import io
 import os
+import re
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Callable, Iterable, Iterator, TypeVar
+from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -29,6 +30,10 @@ FORMATS = ("column", "csv", "json", "xlsx", "py")
 CHUNK_ROWS = 1 << 15  # the smallest piece of CSV formatted and written at a time (bounded memory)
 PIECES = 32  # a piece is a 32nd of the rows, from CHUNK_ROWS to 8 x CHUNK_ROWS: memory in proportion to the result
 XLSX_ROWS = 1 << 20  # the rows of a spreadsheet's sheet (Excel, LibreOffice), the header one of them
+XLSX_TEXT_CHARS = 32_767  # the characters of a spreadsheet's cell (Excel, LibreOffice)
+# what an OOXML string escapes: the characters XML 1.0 cannot hold, CR (XML reads it back as LF),
+# lone surrogates, and the '_' that starts a literal _xHHHH_
+NOT_IN_XML = re.compile(r"[\x00-\x08\x0b-\x1f\ud800-\udfff\ufffe\uffff]|_(?=x[0-9A-Fa-f]{4}_)")
 FORMATTERS = min(os.cpu_count() or 1, 2)  # pieces of CSV formatted at once (Arrow's kernels release the GIL)
 Piece = TypeVar("Piece")
 
@@ -77,8 +82,8 @@ def column_parts(result: Result, decimals: int = 1) -> Iterator[bytes | memoryvi
     left = [False] + [c.kind in (TEXT, PAIR_TEXT) for c in result.columns]
 
     def piece_cells(start: int, stop: int) -> list[pa.Array]:
-        return [row_numbers(start, stop)] + [cells(c.kind, result.frame[c.name][start:stop], result.strings, decimals)
-                                             for c in result.columns]
+        return [row_numbers(start, stop)] + [cells(c.kind, result.frame[c.name][start:stop], result.strings, decimals,
+                                                   console=True) for c in result.columns]
 
     def widths_of(arrays: list[pa.Array]) -> list[int]:
         return [pc.max(pc.utf8_length(array)).as_py() or 0 for array in arrays]
@@ -172,10 +177,15 @@ def to_xlsx(result: Result, decimals: int = 1) -> bytes:
     for cell in header:
         cell.font = Font(bold=True)
     sheet.append(header)
-    for start in range(0, result.rows, CHUNK_ROWS):
-        records = rows_as_records(result, decimals, pair_text=True, rows=slice(start, start + CHUNK_ROWS))
-        for number, record in enumerate(records, start=start + 1):
-            sheet.append([number] + [excel_safe(v) for v in record.values()])
+    try:
+        for start in range(0, result.rows, CHUNK_ROWS):
+            records = rows_as_records(result, decimals, pair_text=True, rows=slice(start, start + CHUNK_ROWS))
+            for number, record in enumerate(records, start=start + 1):
+                sheet.append([number] + [xlsx_cell(sheet, value, result.name, column)
+                                         for column, value in record.items()])
+    except AsysError:  # a text no cell holds: saved nowhere, which removes the sheet's temporary file
+        book.save(io.BytesIO())
+        raise
     share = result.share
     label = next((c.name for c in result.columns if c.kind == TEXT), None)
     if share and label and result.rows and share in names:
@@ -192,13 +202,33 @@ def to_xlsx(result: Result, decimals: int = 1) -> bytes:
     return buffer.getvalue()
 
 
-def excel_safe(value: object) -> object:
-    """Missing cells print ``-``; strings that would be read as formulas stay text."""
+def xlsx_cell(sheet: Any, value: object, rule: str, column: str) -> object:
+    """A cell of an XLSX row: a number as it is; a missing cell ``-``; every text a text cell,
+    never a formula or an error value (``=1+2``, ``#N/A``), its characters unaltered where XML
+    holds them and escaped where it does not (:func:`ooxml_text`, docs/decisions.md D18)."""
     if value is None:
         return DASH
-    if isinstance(value, str) and value.startswith("="):
-        return "'" + value
-    return value
+    if not isinstance(value, str):
+        return value
+    text = ooxml_text(value)
+    if len(text) > XLSX_TEXT_CHARS:  # openpyxl would cut it silently
+        raise AsysError(f"--format xlsx: rule '{rule}': column '{column}' holds a text of {len(text):,} characters, "
+                        f"more than a spreadsheet cell holds ({XLSX_TEXT_CHARS:,}); use csv or json")
+    if not text.startswith(("=", "#")):  # openpyxl stores it as text
+        return text
+    from openpyxl.cell import WriteOnlyCell
+
+    cell = WriteOnlyCell(sheet, text)
+    cell.data_type = "s"  # not the formula or error value openpyxl infers from the first character
+    return cell
+
+
+def ooxml_text(text: str) -> str:
+    """``text`` as an OOXML string (ECMA-376 ST_Xstring) holds it: a character XML 1.0 cannot
+    hold (most C0 controls; CR, which XML reads back as LF) as ``_xHHHH_``, the escape Excel and
+    LibreOffice decode; a literal ``_xHHHH_`` has its ``_`` escaped (``_x005F_xHHHH_``), so
+    that it reads back as itself."""
+    return NOT_IN_XML.sub(lambda found: f"_x{ord(found[0]):04X}_", text)
 
 
 def to_lines(result: Result) -> str:

@@ -17,7 +17,9 @@ from pathlib import Path
 
 import regex
 
-from asysstats.core.errors import AsysError
+from asysstats.core.errors import AsysError, quoted
+from asysstats.core.input_files import read_small_file
+from asysstats.core.json_bounds import check_json
 from asysstats.core.regexes import MATCH_TIMEOUT_S, compile_user_regex
 
 GEMM, FLASH_ATTENTION, MOE, PCCL, PYTORCH, OTHERS = "GEMM", "FlashAttention", "MoE", "PCCL", "PyTorch", "others"
@@ -122,9 +124,12 @@ def read_device_spec(path: str) -> tuple[DeviceSpec, ...]:
     "bandwidth": <B/s>, "bf16"/"fp16"/"fp32"/"fp8"/"int8": <FLOP/s>}`` (``match`` and
     ``bandwidth`` required; absent peaks are unknown)."""
     where = f"--device-spec {path}"
+    data = read_small_file(Path(path), where)
     try:
-        entries = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        text = data.decode("utf-8")
+        check_json(data, where)
+        entries = json.loads(text)
+    except (UnicodeDecodeError, ValueError) as exc:
         raise AsysError(f"{where}: cannot read a JSON list of devices ({str(exc).splitlines()[0]})") from exc
     if isinstance(entries, dict):
         entries = [entries]
@@ -149,6 +154,6 @@ def _device_entry(entry: object, where: str) -> DeviceSpec:
         if value is None and key != "bandwidth":
             continue
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 or math.isinf(value):
-            raise AsysError(f"{where}: '{key}' must be a positive number (FLOP/s or bytes/s), got {value!r}")
+            raise AsysError(f"{where}: '{key}' must be a positive number (FLOP/s or bytes/s), got {quoted(value)}")
         numbers[key] = float(value)
     return DeviceSpec(match, str(entry.get("name", match)), estimate=bool(entry.get("estimate", False)), **numbers)

@@ -22,7 +22,7 @@ from asysstats.analysis.operators.parsers import CUSTOM, Parsed, parse_builtin, 
 from asysstats.analysis.operators.torch_texts import torch_mask
 from asysstats.compute.arrow import from_numpy
 from asysstats.compute.distinct import distinct
-from asysstats.core.errors import AsysError
+from asysstats.core.errors import AsysError, quoted
 from asysstats.core.regexes import compile_user_regex, search
 from asysstats.core.strings import StringPool
 from asysstats.core.tables import EventTable
@@ -43,7 +43,7 @@ def custom_rules(config: tuple[tuple[str, str], ...]) -> tuple[CustomRule, ...]:
     """Validated ``--ppu-op-config`` pairs (``Type``, ``kernel:<re>`` or ``hgtx:<re>``)."""
     rules = []
     for name, value in config:
-        where = f"--ppu-op-config {name}={value}"
+        where = f"--ppu-op-config {quoted(f'{name}={value}')}"
         source, colon, pattern = value.partition(":")
         if not colon or source.strip().lower() not in SOURCES:
             raise AsysError(f"{where}: expected <Type>=kernel:<regex> or <Type>=hgtx:<regex>")
@@ -73,7 +73,7 @@ def type_filter(op: tuple[str, ...] | None, rules: tuple[CustomRule, ...]) -> Ty
     for item in op:
         name = by_key.get(item.strip().lower())
         if name is None:
-            raise AsysError(f"option 'op': unknown operator type {item!r} (types: {', '.join(known + [OTHERS])})")
+            raise AsysError(f"option 'op': unknown operator type {quoted(item)} (types: {', '.join(known + [OTHERS])})")
         chosen.append(name)
     return TypeFilter(frozenset(chosen) - {OTHERS}, OTHERS in chosen)
 

@@ -16,6 +16,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from asysstats.core.errors import AsysError, MissingData
+from asysstats.core.input_files import check_input_file
 from asysstats.core.strings import StringPool
 from asysstats.core.tables import EventTable
 from asysstats.reading.cache import ColumnCache
@@ -45,8 +46,7 @@ class KinetoReport:
 
     def __init__(self, path: str | os.PathLike[str], cache: bool = True) -> None:
         self.path = Path(path)
-        if not self.path.is_file():
-            raise AsysError(f"{self.path}: no such file" if not self.path.exists() else f"{self.path}: not a file")
+        check_input_file(self.path)
         self.strings = StringPool()
         column_cache = ColumnCache(self.path) if cache else None
         cached = kineto_cache.load(column_cache, self.strings) if column_cache is not None else None
