@@ -20,7 +20,7 @@ MS = 1_000_000
 
 
 def build_gaps(writer):
-    # pid 100, device 0: kernel [0,1) [2,3) [5,5) (zero length: ignored)  memcpy [10,11)  memset [11,11)   (ms)
+    # pid 100, device 0: kernel [0,1) [2,3) [5,5) (zero length: splits [3,10))  memcpy [10,11)  memset [11,11)  (ms)
     # pid 100, device 1: kernel [0,4) [1,2) (nested) [6,7)
     # pid 200, device 0: kernel [0,1) [8,9)
     p100, p200 = 100 << 24, 200 << 24
@@ -37,13 +37,14 @@ def test_gaps_golden(writer):
     assert csv(build_gaps(writer), "ppu_gaps:gap=0", "analyze") == [
         GAP_HEADER,
         "1,7000000,1000000,200,0,",
-        "2,7000000,3000000,100,0,",
-        "3,2000000,4000000,100,1,",
-        "4,1000000,1000000,100,0,",
+        "2,5000000,5000000,100,0,",
+        "3,2000000,3000000,100,0,",
+        "4,2000000,4000000,100,1,",
+        "5,1000000,1000000,100,0,",
     ]
 
 
-@pytest.mark.parametrize("option, count", [("gap=1", 3), ("gap=2", 2), ("gap=7", 0), ("gap=0:rows=1", 1), ("", 0)])
+@pytest.mark.parametrize("option, count", [("gap=1", 4), ("gap=2", 2), ("gap=7", 0), ("gap=0:rows=1", 1), ("", 0)])
 def test_gaps_threshold_is_strict_and_rows_limit(writer, option, count):
     rule = f"ppu_gaps:{option}" if option else "ppu_gaps"
     assert len(csv(build_gaps(writer), rule, "analyze")) == 1 + count
@@ -115,6 +116,15 @@ def write_activities(tmp: str, events) -> Path:
     return w.path
 
 
+def points_by_group(events) -> dict[tuple[int, int], set[int]]:
+    """Instants of the zero-length activities, per (pid, device)."""
+    points: dict[tuple[int, int], set[int]] = {}
+    for pid, dev, start, duration in events:
+        if not duration:
+            points.setdefault((pid, dev), set()).add(start)
+    return points
+
+
 def busy_by_group(events) -> dict[tuple[int, int], set[int]]:
     """Nanoseconds covered by some activity, per (pid, device)."""
     busy: dict[tuple[int, int], set[int]] = {}
@@ -128,9 +138,19 @@ def busy_by_group(events) -> dict[tuple[int, int], set[int]]:
 @given(ACTIVITY)
 def test_gaps_match_brute_force(events):
     expected = []
-    for (pid, dev), times in busy_by_group(events).items():
-        ts = sorted(times)
-        expected += [(b - a - 1, a + 1, pid, dev) for a, b in zip(ts, ts[1:]) if b - a > 1]
+    busy, points = busy_by_group(events), points_by_group(events)
+    for group in set(busy) | set(points):
+        # idle nanoseconds between the first and the last activity, in runs cut at every zero-length activity
+        ends = [t + 1 for t in busy.get(group, ())] + list(points.get(group, ()))
+        starts = list(busy.get(group, ())) + list(points.get(group, ()))
+        idle = sorted(set(range(min(starts), max(ends))) - busy.get(group, set()))
+        runs: list[list[int]] = []
+        for t in idle:
+            if runs and runs[-1][-1] == t - 1 and t not in points.get(group, set()):
+                runs[-1].append(t)
+            else:
+                runs.append([t])
+        expected += [(len(run), run[0], *group) for run in runs]
     expected.sort(key=lambda r: (-r[0], r[1], r[2], r[3]))
     with tempfile.TemporaryDirectory() as tmp:
         got = run_json(write_activities(tmp, events), "ppu_gaps:gap=0:rows=1000", "analyze")

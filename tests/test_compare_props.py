@@ -98,12 +98,14 @@ def test_time_util_compare_matches_brute_force(tmp_path_factory, base_events, ta
 
     base, target = per_device(base_events), per_device(target_events)
     got = rows("ppu_time_util_compare", write(tmp, base_events), write(tmp, target_events))
-    assert sorted(((r["Base Device ID"], r["Target Device ID"]) for r in got), key=str) == sorted(
-        ((d if d in base else None, d if d in target else None) for d in base.keys() | target.keys()), key=str)
+    # devices pair by id when the reports have the same ids, else by order of id (issue 27)
+    ids = sorted(base), sorted(target)
+    count = max(map(len, ids))
+    expected = list(zip(*(device + [None] * (count - len(device)) for device in ids)))
+    assert sorted(((r["Base Device ID"], r["Target Device ID"]) for r in got), key=str) == sorted(expected, key=str)
     for r in got:
-        device = r["Base Device ID"] if r["Base Device ID"] is not None else r["Target Device ID"]
         for side, table in zip(range(2), (base, target)):
-            active, span = table.get(device, (None, None))
+            active, span = table.get(r[("Base Device ID", "Target Device ID")[side]], (None, None))
             assert r["PPU Active Time (ns)"][side] == active and r["Duration (ns)"][side] == span
             assert r["In-Use (%)"][side] == (rounded(active * 100.0 / span) if active is not None else None)
     larger = [max(v for v in r["In-Use (%)"] if v is not None) for r in got]

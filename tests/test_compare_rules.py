@@ -117,7 +117,8 @@ TIME_UTIL_HEADER = "Row#,Device Name,In-Use (%),Duration (ns),PPU Active Time (n
 def test_time_util_compare_matches_devices_by_index(pair_paths):
     # base dev0: span [0,350) busy 200; dev1: span [0,120) busy 80
     # target dev0: span [1000,1430) busy 320; dev2: span [2000,2100) busy 100 (zero-length kernels cover nothing)
-    assert csv("ppu_time_util_compare", *pair_paths) == [
+    # (the ids differ, which pairs by order unless pair-devices says otherwise: tests/test_compare_27.py)
+    assert csv("ppu_time_util_compare:pair-devices=0=0", *pair_paths) == [
         TIME_UTIL_HEADER,
         f'1,"- / {GPU}","- / 100.0","- / 100","- / 100","-",2,',
         f'2,"{PPU} / {GPU}","57.1 / 74.4","350 / 430","200 / 320",0,0,',
@@ -127,7 +128,7 @@ def test_time_util_compare_matches_devices_by_index(pair_paths):
 
 def test_time_util_compare_full_range_mode(pair_paths):
     # full: the capture range of each report, base [0,350), target [1000,2100)
-    assert csv("ppu_time_util_compare:range-mode=full", *pair_paths)[1:] == [
+    assert csv("ppu_time_util_compare:range-mode=full:pair-devices=0=0", *pair_paths)[1:] == [
         f'1,"{PPU} / {GPU}","57.1 / 29.1","350 / 1100","200 / 320",0,0,',
         f'2,"{PPU} / -","22.9 / -","350 / -","80 / -",1,"-",',
         f'3,"- / {GPU}","- / 9.1","- / 1100","- / 100","-",2,',
@@ -215,20 +216,21 @@ def test_hgtx_projection_summary_compare_range_filters(hgtx_paths):
     assert [line.rsplit(",", 3)[1] for line in lines[1:]] == ['"step"', '"attn"']
 
 
-def test_pairs_in_json_are_lists_and_in_xlsx_text(pair_paths, tmp_path):
-    run = run_cli("stats", "-r", "ppu_time_util_compare", "--format", "json", *pair_paths)
+def test_pairs_in_json_are_lists_and_in_xlsx_numbers(pair_paths, tmp_path):
+    run = run_cli("stats", "-r", "ppu_time_util_compare:pair-devices=0=0", "--format", "json", *pair_paths)
     assert run.code == 0, run.err
     rows = json.loads(run.out)
     assert rows[0] == {"Device Name": [None, GPU], "In-Use (%)": [None, 100.0], "Duration (ns)": [None, 100],
                        "PPU Active Time (ns)": [None, 100], "Base Device ID": None, "Target Device ID": 2}
-    run = run_cli("stats", "-r", "ppu_time_util_compare", "--format", "xlsx", "-o", tmp_path / "x", *pair_paths)
+    run = run_cli("stats", "-r", "ppu_time_util_compare:pair-devices=0=0", "--format", "xlsx", "-o", tmp_path / "x",
+                  *pair_paths)
     assert run.code == 0, run.err
     sheet = openpyxl.load_workbook(tmp_path / "x_ppu_time_util_compare.xlsx").active
-    assert [c.value for c in sheet[3]] == [2, f"{PPU} / {GPU}", "57.1 / 74.4", "350 / 430", "200 / 320", 0, 0]
+    assert [c.value for c in sheet[3]] == [2, f"{PPU} / {GPU}", 57.1, 74.4, 350, 430, 200, 320, 0, 0]
 
 
 def test_column_format_aligns_pairs(pair_paths):
-    run = run_cli("stats", "-r", "ppu_time_util_compare:column=Device Name/In-Use (%)", *pair_paths)
+    run = run_cli("stats", "-r", "ppu_time_util_compare:pair-devices=0=0:column=Device Name/In-Use (%)", *pair_paths)
     # text pairs left-aligned, number pairs right-aligned
     assert run.out.splitlines() == [
         "Row#  Device Name" + " " * 12 + "   In-Use (%)",
@@ -316,7 +318,8 @@ def empty_report(tmp_path_factory):
 def test_empty_reports_give_the_declared_header(rule, empty_report):
     run = run_cli("stats", "-r", rule.name, "--format", "csv", empty_report, empty_report)
     assert run.code == 0, run.err
-    assert run.out.splitlines() == [",".join(["Row#"] + [c.name for c in rule.columns]) + ","]
+    printed = rule.select_columns(None, rule.options())  # without the optional columns their flags leave off
+    assert run.out.splitlines() == [",".join(["Row#"] + [c.name for c in printed]) + ","]
 
 
 @pytest.mark.parametrize("rule", TWO_REPORT_RULES, ids=lambda r: r.name)

@@ -253,8 +253,9 @@ def test_gaps(pairs):
     gs, ge = intervals.gaps(s, e)
     cov = covered(pairs)
     idle = {t for a, b in zip(gs, ge) for t in range(a, b)}
-    if cov:
-        assert idle == set(range(min(cov), max(cov) + 1)) - cov
+    if pairs:  # a zero-length interval is an activity: it bounds the span and cuts the gap it lies in
+        assert idle == set(range(min(s), max(e))) - cov
+        assert not any(a < start < b for a, b in zip(gs, ge) for start, d in pairs if d == 0)
     else:
         assert not idle
 

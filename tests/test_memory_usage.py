@@ -16,7 +16,7 @@ from asysstats.rulebook.memory_usage import released_pairs
 
 from conftest import corpus_params, fingerprint, run_cli
 
-SUMMARY = "Row#,PID,Device ID,Group List,Memory Usage,"
+SUMMARY = "PID,Device ID,Group List,Memory Usage,"  # the reference's example header: no Row# (issue 27)
 DETAIL = "Row#,PID,Device ID,Group List,Time (ns),TID,Context ID,Memory,Size (bytes),Access Flag,Event ID,"
 PID = 100
 GPID = PID << 24
@@ -66,10 +66,10 @@ def csv(path, rule, *extra):
 def test_summary_unreleased_size_all_groups(writer):
     assert csv(build(writer), "device_memory_usage_summary", *CONFIG) == [
         SUMMARY,
-        '1,100,0,"others",300,',  # address 0xA0 reused after its free
-        '2,100,0,"launch_kernel/loss/torch",200,',  # Python frame above native frames
-        '3,100,0,"torch",70,',
-        '4,100,1,"acompute/torch",50,',  # the free on device 0 does not release it
+        '100,0,"others",300,',  # address 0xA0 reused after its free
+        '100,0,"launch_kernel/loss/torch",200,',  # Python frame above native frames
+        '100,0,"torch",70,',
+        '100,1,"acompute/torch",50,',  # the free on device 0 does not release it
     ]
 
 
@@ -84,7 +84,7 @@ def test_summary_unreleased_size_all_groups(writer):
 ])
 def test_summary_modes(writer, mode, expected):
     lines = csv(build(writer), f"device_memory_usage_summary:{mode}", *CONFIG)
-    assert [line.split(",", 3)[3].rstrip(",") for line in lines[1:]] == expected
+    assert [line.split(",", 2)[2].rstrip(",") for line in lines[1:]] == expected
 
 
 def test_detail_unreleased(writer):
@@ -106,14 +106,14 @@ def test_detail_all_shows_frees_with_negative_size(writer):
 
 def test_builtin_groups(writer):
     lines = csv(build(writer), "device_memory_usage_summary:usage-mode=alloc-size")
-    assert lines[1] == '1,100,0,"pytorch/compute_lib/hggc_runtime/python",1000,'
+    assert lines[1] == '100,0,"pytorch/compute_lib/hggc_runtime/python",1000,'
     assert '"hggc_runtime",300,' in lines[2]
 
 
 def test_same_group_name_twice_is_either_rule(writer):
     lines = csv(build(writer), "device_memory_usage_summary", "--callstack-group-config", "mine=^main$",
                 "--callstack-group-config", "mine=loss")
-    assert lines[1:] == ['1,100,0,"mine",500,', '2,100,0,"others",70,', '3,100,1,"others",50,']
+    assert lines[1:] == ['100,0,"mine",500,', '100,0,"others",70,', '100,1,"others",50,']
 
 
 def test_invalid_group_regex_is_one_line(writer):

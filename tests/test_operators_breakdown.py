@@ -40,7 +40,12 @@ def build(writer, device: str = "PPU-ZW810E"):
 
 
 def test_op_breakdown_reproduces_the_example_utilisations(writer):
-    assert csv(build(writer), "ppu_op_breakdown") == [
+    # all-columns: the reference's column list (its example header leaves out the framework averages, issue 27)
+    path = build(writer)
+    assert csv(path, "ppu_op_breakdown")[0] == (
+        "Row#,OP Type,Framework OP,Framework Time (%),Library OP,Library Time (%),Library Avg (ns),Library Instances,"
+        "Compute Util (%),HBM Load Util (%),HBM Store Util (%),")
+    assert csv(path, "ppu_op_breakdown:all-columns") == [
         "Row#,OP Type,Framework OP,Framework Time (%),Framework Avg (ns),Framework Instances,Library OP,"
         "Library Time (%),Library Avg (ns),Library Instances,Compute Util (%),HBM Load Util (%),HBM Store Util (%),",
         f'1,"MoE","{MOE}",100.0,95975,1,"DeepGemm:{GEMM1}",57.8,55495,1,2.6,262.6,0.1,',
@@ -70,12 +75,16 @@ def test_base_names_and_order_by_name(writer):
 
 def test_op_filter_and_unknown_device(writer):
     path = build(writer, device="Mystery Accelerator 9000")
-    run = __import__("conftest").run_cli("stats", "-r", "ppu_op_breakdown:op=GEMM", "--format", "csv", path)
+    run_cli = __import__("conftest").run_cli
+    # op= filters the rows by their OP Type (issue 27): the DeepGEMM operators stay under their MoE operator
+    assert run_cli("stats", "-r", "ppu_op_breakdown:op=GEMM", "--format", "csv", path).out.splitlines()[1:] == []
+    run = run_cli("stats", "-r", "ppu_op_breakdown:op=MoE:all-columns", "--format", "csv", path)
     assert run.code == 0
-    # without the framework type the DeepGEMM operators are top level; the gather kernel is no operator
     assert run.out.splitlines()[1:] == [
-        f'1,"GEMM","Native",100.0,43235,2,"DeepGemm:{GEMM1}",64.2,55495,1,"-","-","-",',
-        f'2,"GEMM","Native",100.0,43235,2,"DeepGemm:{GEMM2}",35.8,30975,1,"-","-","-",',
+        f'1,"MoE","{MOE}",100.0,95975,1,"DeepGemm:{GEMM1}",57.8,55495,1,"-","-","-",',
+        f'2,"MoE","{MOE}",100.0,95975,1,"DeepGemm:{GEMM2}",32.3,30975,1,"-","-","-",',
+        f'3,"MoE","{MOE}",100.0,95975,1,"Native",5.2,5000,1,"-","-","-",',
+        f'4,"MoE","{MOE}",100.0,95975,1,"Idle",4.7,4505,1,"-","-","-",',
     ]
     assert run.err.count("no peak figures for PPU device 0 (Mystery Accelerator 9000)") == 1
 

@@ -95,8 +95,8 @@ def test_no_merge_options_split_groups(mixed):
 def test_others_and_op_filter(mixed):
     lines = csv(mixed, "ppu_op_sum:op=others/gemm/PCCL/PyTorch")
     assert lines[-1] == '5,"others",50,1.9,1,50,50,50,50,50,100.0,0,"-","-","-","relu_kernel",'
-    # only PyTorch: the aten::mm ranges now claim the GEMM kernels (acBLAS is not parsed)
-    assert names_and_totals(csv(mixed, "ppu_op_sum:op=pytorch")) == [("PyTorch", "1000"), ("PyTorch", "400")]
+    # only PyTorch: op= filters, it does not re-parse: the GEMM kernels stay with their acBLAS ranges (issue 27)
+    assert names_and_totals(csv(mixed, "ppu_op_sum:op=pytorch")) == [("PyTorch", "400")]
     run = run_cli("stats", "-r", "ppu_op_sum:op=Bogus", mixed)
     assert run.code == 2 and "option 'op': unknown operator type 'Bogus'" in run.err and run.err.count("\n") == 1
 
@@ -111,9 +111,11 @@ def test_custom_operator_types(mixed):
     lines = csv(mixed, "ppu_op_sum", "--ppu-op-config", "GEMM=kernel:relu", "--ppu-op-config", "Elementwise=hgtx:add")
     assert '"relu_kernel",' in lines[-1] and lines[-1].startswith('5,"GEMM",50,')
     assert lines[3].startswith('3,"Elementwise",400,') and lines[3].endswith(f'"{ADD}",')
-    # an hgtx rule beats the library ranges inside it
-    lines = csv(mixed, "ppu_op_type_sum", "--ppu-op-config", "Pytorch=hgtx:aten")
-    assert [line.split(",")[1] for line in lines[1:]] == ['"Summary"', '"Pytorch"', '"PCCL"', '"GEMM"']
+    # the reference's example names the built-in type in another case: it is PyTorch, claiming as PyTorch does
+    assert csv(mixed, "ppu_op_type_sum", "--ppu-op-config", "Pytorch=hgtx:aten") == csv(mixed, "ppu_op_type_sum")
+    # an hgtx rule of a type of its own beats the library ranges inside it
+    lines = csv(mixed, "ppu_op_type_sum", "--ppu-op-config", "Matmul=hgtx:aten::mm")
+    assert [line.split(",")[1] for line in lines[1:]] == ['"Summary"', '"Matmul"', '"PCCL"', '"PyTorch"', '"GEMM"']
 
 
 @pytest.mark.parametrize("config, message", [

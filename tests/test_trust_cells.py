@@ -27,7 +27,7 @@ from asysstats.core.errors import AsysError, escaped_control, quoted
 from asysstats.core.integers import INT64_MAX, parse_int
 from asysstats.core.regexes import compile_user_regex, search
 from asysstats.synth.writer import ReportWriter
-from asysstats.writing.writers import XLSX_TEXT_CHARS, ooxml_text
+from asysstats.writing.spreadsheets import XLSX_TEXT_CHARS, ooxml_text
 
 from conftest import run_cli
 

@@ -18,7 +18,7 @@ from asysstats.core.errors import AsysError
 from asysstats.core.result import DECIMAL, INT, PERCENT, TEXT, Column, Result
 from asysstats.core.strings import StringPool
 from asysstats.core.tables import NA
-from asysstats.writing import writers
+from asysstats.writing import spreadsheets, writers
 from asysstats.writing.format import cells, typed_column
 from asysstats.writing.writers import to_column, to_csv
 
@@ -145,21 +145,21 @@ def test_xlsx_file(report, tmp_path):
     assert sheet["A1"].font.bold and sheet.freeze_panes == "A2" and sheet.auto_filter.ref.startswith("A1:")
     assert sheet["C2"].value == 40 and isinstance(sheet["B2"].value, float)
     assert sheet["J3"].value == 'k"quoted"'
-    assert len(sheet._charts) == 1
+    assert len(book.chartsheets) == 1 and len(book.chartsheets[0]._charts) == 1  # its chart, clear of the data
 
 
 def test_xlsx_is_written_a_piece_of_rows_at_a_time_and_refuses_more_rows_than_a_sheet_holds(monkeypatch, tmp_path):
     from openpyxl import load_workbook
 
-    monkeypatch.setattr(writers, "CHUNK_ROWS", 4)
-    monkeypatch.setattr(writers, "XLSX_ROWS", 11)
+    monkeypatch.setattr(spreadsheets, "SHEET_PIECE_ROWS", 4)
+    monkeypatch.setattr(spreadsheets, "XLSX_ROWS", 11)
     (tmp_path / "demo.xlsx").write_bytes(writers.to_xlsx(many_rows()))
     sheet = load_workbook(tmp_path / "demo.xlsx")["demo"]
     rows = [[c.value for c in row] for row in sheet.iter_rows()]
     assert rows[0] == ["Row#", "Time (%)", "Total (ns)", "Value", "Name"] and len(rows) == 11
     assert rows[3] == [3, 17.9, "-", "-", 'nnn"'] and rows[10] == [10, 100, 31381059609, 3, 'nnnnnnnnnn"']
     assert sheet.auto_filter.ref == "A1:E11" and sheet.column_dimensions["E"].width == 13
-    monkeypatch.setattr(writers, "XLSX_ROWS", 10)
+    monkeypatch.setattr(spreadsheets, "XLSX_ROWS", 10)
     with pytest.raises(AsysError, match="rule 'demo' has 10 rows, more than a sheet holds \\(9 under its header\\)"):
         writers.to_xlsx(many_rows())
 

@@ -20,6 +20,7 @@ import numpy as np
 from asysstats.analysis.activity import device_names
 from asysstats.analysis.declarations import Option, Options, Reads, Rule, merged_reads
 from asysstats.analysis.inputs import Inputs
+from asysstats.analysis.operators.parsers import without_run_ids
 from asysstats.analysis.reads import DEVICE_READS
 from asysstats.core.result import PAIR_INNER, RATIO, TEXT, Column, Frame
 from asysstats.core.tables import NA
@@ -69,10 +70,12 @@ def side(name: str, source: str, which: str, help: str, kind: str = TEXT) -> Cel
 SideFrame = Callable[[Inputs, Any], Frame]
 
 
-def single_rule_frame(rule: Rule[Any], extra_text: tuple[str, ...] = ()) -> SideFrame:
+def single_rule_frame(rule: Rule[Any], extra_text: tuple[str, ...] = (), run_free: tuple[str, ...] = ()) -> SideFrame:
     """A side frame from ``rule``'s compute with the comparison's options (the rule's defaults
     for those it does not give): its columns and the undeclared text columns ``extra_text``,
-    text resolved to strings, plus the report's device name."""
+    text resolved to strings, the names of the ``run_free`` columns without their per-run
+    autograd ids (:func:`without_run_ids`: what they match on and show; kept with
+    ``no-merge-pytorch-parameter``), plus the report's device name."""
 
     def frame(inputs: Inputs, options: Options) -> Frame:
         values = options.like(rule.options)
@@ -80,11 +83,26 @@ def single_rule_frame(rule: Rule[Any], extra_text: tuple[str, ...] = ()) -> Side
         text = {c.name for c in rule.columns if c.kind == TEXT} | set(extra_text)
         out = {name: resolved(inputs, computed[name]) if name in text else np.asarray(computed[name])
                for name in [c.name for c in rule.columns] + list(extra_text)}
+        for name in run_free if not keeps_run_ids(values) else ():
+            out[name] = run_free_names(out[name])
         rows = len(next(iter(out.values()))) if out else 0
         out[DEVICE_NAME] = np.full(rows, device_label(inputs, values.device), dtype=object)
         return out
 
     return frame
+
+
+def keeps_run_ids(options: Options) -> bool:
+    """Whether the user keeps PyTorch operators apart by their per-run ids
+    (``no-merge-pytorch-parameter``): then they show them (and match without them)."""
+    return bool(getattr(options, "no_merge_pytorch_parameter", False))
+
+
+def run_free_names(names: np.ndarray) -> np.ndarray:
+    """Operator names (text) without their per-run autograd ids (``seq``, ``op_id``,
+    ``input_op_ids``), one rewrite per distinct name: what two runs of a model share."""
+    done = {name: without_run_ids(name) for name in dict.fromkeys(names.tolist())}
+    return np.array([done[name] for name in names.tolist()], dtype=object)
 
 
 def resolved(inputs: Inputs, values: np.ndarray) -> np.ndarray:
@@ -211,27 +229,31 @@ def ordered(pairing: Pairing, frames: tuple[Frame, Frame], sort: str | None, nam
 
 
 Order = Callable[[Any], tuple["str | None", tuple[str, ...]]]
+Match = Callable[[tuple[Frame, Frame], Any, tuple[Inputs, Inputs]], Pairing]  # frames, options, sides -> rows
 
 
 def comparison_rule(name: str, title: str, help: str, cells: tuple[Cell, ...], side_frame: SideFrame,
                     keys: tuple[str, ...], sort: str, options: type[O], reads: Reads,
-                    requires: tuple[str, ...] = (), first: str | None = None, order: Order | None = None) -> Rule[O]:
-    """A two-report rule comparing the tables ``side_frame`` computes, matched on ``keys``,
-    sorted by ``sort`` then ``keys[0]`` (or by what ``order`` says for the options given);
-    ``options`` declares ``matched-only`` last. It reads what ``side_frame`` reads (``reads``)
-    and the device names its ``Device Name`` cells show."""
+                    requires: tuple[str, ...] = (), first: str | None = None, order: Order | None = None,
+                    match: Match | None = None, share: str | None = None, label: str | None = None) -> Rule[O]:
+    """A two-report rule comparing the tables ``side_frame`` computes, matched on ``keys`` (or
+    as ``match`` pairs them), sorted by ``sort`` then ``keys[0]`` (or by what ``order`` says for
+    the options given); ``options`` declares ``matched-only`` last. It reads what ``side_frame``
+    reads (``reads``) and the device names its ``Device Name`` cells show; ``share``: the pair
+    column whose largest changes an XLSX workbook charts, for the rows ``label`` names."""
     if options.declarations()[-2] is not MATCHED_ONLY:
         raise ValueError(f"rule {name}: a comparison's last option is matched-only")
 
     def compute(sides: tuple[Inputs, Inputs], values: O) -> Frame:
         frames = (side_frame(sides[0], values), side_frame(sides[1], values))
-        pairing = selected(match_rows(*([f[k] for k in keys] for f in frames)), values)
+        matched = match(frames, values, sides) if match is not None else match_rows(*([f[k] for k in keys]
+                                                                                      for f in frames))
+        pairing = selected(matched, values)
         by, names = order(values) if order is not None else (sort, keys[:1])
         pairing = ordered(pairing, frames, by, names, first)
         return {c.column.name: cell_values(c, frames, pairing) for c in cells}
 
     return Rule(name=name, title=title, help=help + " Cells are 'base / target'; ratios are target / base.",
                 columns=tuple(c.column for c in cells), compute=compute, reads=merged_reads(reads, DEVICE_READS),
-                requires=requires,
-                options=options, reports=2)
+                requires=requires, options=options, reports=2, share=share, label=label)
 

@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from asysstats.compute.grouped import Key, grouped_stats
 from asysstats.core.errors import AsysError, quoted
-from asysstats.core.integers import INT64_MAX, INT64_MIN, parse_int
+from asysstats.core.integers import INT64_MAX, INT64_MIN, parse_decimal, parse_int
 from asysstats.core.regexes import compile_user_regex
 from asysstats.core.result import Column, Frame, Gathered, Result
 from asysstats.core.strings import StringPool
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from asysstats.analysis.inputs import Inputs
 
 OPTION = "asysstats.option"  # the metadata key of an options field: its Option
-OPTION_KINDS = ("flag", "int", "int_list", "choice", "regex", "regex_list", "str_list", "text")
+OPTION_KINDS = ("flag", "int", "decimal", "int_list", "choice", "regex", "regex_list", "str_list", "text")
 LIST_KINDS = {"int_list": "int", "regex_list": "regex", "str_list": "text"}
 Reads = Mapping[str, tuple[str, ...]]  # logical table -> the columns a rule may read of it
 
@@ -67,10 +67,11 @@ def unescape(text: str) -> str:
 
 @dataclass(frozen=True)
 class Option:
-    """A rule option: ``flag`` (no value), ``int``, ``choice``, ``regex``, ``text``, or a list
-    of ints, regexes or texts (``int_list``, ``regex_list``, ``str_list``: ``/``-separated on
-    the command line, a list or tuple in Python). Every int lies from ``minimum`` to ``maximum``,
-    int64's range unless narrowed, so that no value overflows the int64 columns it meets."""
+    """A rule option: ``flag`` (no value), ``int``, ``decimal`` (a non-negative number, exact, as
+    a Fraction), ``choice``, ``regex``, ``text``, or a list of ints, regexes or texts
+    (``int_list``, ``regex_list``, ``str_list``: ``/``-separated on the command line, a
+    backslash before a ``/`` makes it literal; a list or tuple in Python). Every number lies
+    from ``minimum`` to ``maximum``, int64's range unless narrowed, so that no value overflows the int64 columns it meets."""
 
     name: str
     kind: str
@@ -102,8 +103,8 @@ class Option:
             return raw is None or raw.lower() in ("true", "1", "yes")
         if raw is None or raw == "":
             raise AsysError(f"{where} needs a value ({self.name}=...)")
-        if self.kind in LIST_KINDS:
-            return tuple(self._item(LIST_KINDS[self.kind], where, part) for part in raw.split("/"))
+        if self.kind in LIST_KINDS:  # '\/' is a literal '/' (a regex keeps its escape, '\/' matches '/')
+            return tuple(self._item(LIST_KINDS[self.kind], where, part) for part in split_unescaped(raw, "/"))
         return self._item(self.kind, where, raw)
 
     def check(self, rule: str, value: Any) -> Any:
@@ -123,13 +124,16 @@ class Option:
     def _item(self, kind: str, where: str, raw: str) -> Any:
         if kind == "int":
             return self._int(where, raw)
+        if kind == "decimal":
+            return parse_decimal(raw, where, 0 if self.minimum is None else self.minimum,
+                                 INT64_MAX if self.maximum is None else self.maximum)
         if kind == "choice":
             if raw not in self.choices:
                 raise AsysError(f"{where} must be one of {', '.join(self.choices)}, got {quoted(raw)}")
             return raw
         if kind == "regex":
             return compile_user_regex(raw, where)
-        return raw
+        return raw.replace("\\/", "/")
 
     def _int(self, where: str, raw: str) -> int:
         """An ``int`` item: int64 unless the declaration narrows it (``minimum``, ``maximum``)."""
@@ -257,7 +261,10 @@ class Rule(Generic[O]):
     reads: Reads
     options: type[O] = Options  # type: ignore[assignment]  # a rule whose only option is column
     requires: tuple[str, ...] = ()  # error when none of these exist; default: the first table read
-    share: str | None = None  # column for the XLSX pie chart
+    share: str | None = None  # column for the XLSX pie chart (a comparison's: its bar chart of changes)
+    optional: Mapping[str, str] = dataclasses.field(default_factory=dict)  # column -> the flag that prints it
+    numbered: bool = True  # Row# in CSV and console tables (False: the reference's example has none)
+    label: str | None = None  # column naming the chart's rows (None: the first text column)
     command: str = "stats"  # stats | analyze
     reports: int = 1  # 2 for comparison rules
     COMMANDS: ClassVar[tuple[str, ...]] = ("stats", "analyze")
@@ -272,6 +279,10 @@ class Rule(Generic[O]):
             raise ValueError(f"rule {self.name}: duplicate option")
         if self.command not in self.COMMANDS:
             raise ValueError(f"rule {self.name}: unknown command {self.command}")
+        for column, flag in self.optional.items():
+            if column not in {c.name for c in self.columns} or flag not in {f.name for f in
+                                                                          dataclasses.fields(self.options)}:
+                raise ValueError(f"rule {self.name}: optional column {column} needs a column and a flag {flag}")
 
     @property
     def all_options(self) -> tuple[Option, ...]:
@@ -324,14 +335,16 @@ class Rule(Generic[O]):
         rows = getattr(options, "rows", None)  # the option of the rules that take it
         if rows is not None:
             frame = {k: v[:rows] for k, v in frame.items()}
-        columns = self.select_columns(options.column)
+        columns = self.select_columns(options.column, options)
         return Result(self.name, self.title, self.share, columns, {c.name: frame[c.name] for c in columns}, strings,
-                      tuple(dict.fromkeys(notes)))
+                      tuple(dict.fromkeys(notes)), self.label, self.numbered)
 
-    def select_columns(self, wanted: tuple[str, ...] | None) -> tuple[Column, ...]:
-        """The columns named by the ``column`` option (any case), in its order; all without it."""
+    def select_columns(self, wanted: tuple[str, ...] | None, options: Options | None = None) -> tuple[Column, ...]:
+        """The columns named by the ``column`` option (any case), in its order; without it all
+        but the ``optional`` ones whose flag ``options`` leaves off."""
         if not wanted:
-            return self.columns
+            return tuple(c for c in self.columns
+                         if c.name not in self.optional or getattr(options, self.optional[c.name], False))
         by_key = {c.name.lower(): c for c in self.columns}
         chosen = []
         for name in wanted:

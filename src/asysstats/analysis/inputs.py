@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 INT64_MAX = np.iinfo(np.int64).max
 T = TypeVar("T")
 PPU_SIDE_TABLES = ("kernels", "memcpy", "memset", "metrics")  # windowed by the --filter-hgtx projection
+LAUNCHED_TABLES = ("kernels", "memcpy", "memset")  # activities an API call launches (Settings.linked_only)
 Window = tuple[int, int]
 
 
@@ -41,6 +42,7 @@ class Settings:
     ppu_op_config: tuple[tuple[str, str], ...] = ()
     kernel_groups: tuple[tuple[str, str], ...] = ()
     keep_suspect_events: bool = False  # else tables leave out suspect events (asysstats.analysis.suspects)
+    linked_only: bool = False  # PPU activities only with their launching API call in the report (Inputs.table)
     device_specs: tuple[Any, ...] = ()  # --device-spec entries (asysstats.analysis.operators.catalog.DeviceSpec)
     extra: Mapping[str, Any] = field(default_factory=dict)
 
@@ -130,15 +132,32 @@ class Inputs:
         return tuple(columns) or declared
 
     def table(self, name: str, columns: Sequence[str] = ()) -> EventTable:
-        """The table inside the time window, without suspect events (an empty one when absent)."""
+        """The table inside the time window, without suspect events (an empty one when absent);
+        with ``linked_only``, PPU activities without their launching API call are left out too."""
         cols = self.reading(name, columns)
         if not self.report.has(name):
             floats = frozenset(c.name for c in TABLES[name].columns if c.kind == "float")
             return empty_table(list(cols) + derived_names(list(cols)), floats)
         table = self.report.load(name, cols)
         table = without_suspect_events(self, name, table, keep=self.settings.keep_suspect_events)
+        if self.settings.linked_only and name in LAUNCHED_TABLES:
+            table = table.take(self.shared(("launched", name), lambda: self._launched(name)))
         window = self.ppu_window if name in PPU_SIDE_TABLES else self.window
         return in_window(table, window)
+
+    def _launched(self, name: str) -> np.ndarray:
+        """Per row of activity table ``name`` (without its suspect events, as :meth:`table`
+        loads it): whether its launching API call is in the report; a note of those that are not."""
+        from asysstats.analysis.launches import launch_rows, runtime_calls  # the linked-only runs alone
+
+        engine = self.engine()
+        activities = without_suspect_events(engine, name, self.report.load(name, ("correlationId", "globalPid")),
+                                            keep=self.settings.keep_suspect_events)
+        launched = launch_rows(runtime_calls(engine), activities) >= 0
+        if not launched.all():
+            self.notes.append(f"{self.path.name}: {int((~launched).sum())} {name} rows without their launching "
+                              "API call in the report left out (linked only)")
+        return launched
 
     def whole(self, name: str, columns: Sequence[str] = ()) -> EventTable:
         """The table of the whole report, every row (what activities are looked up in: their

@@ -21,8 +21,11 @@ OPERATOR = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 PER_RANK_FIELDS = ("r", "b")
 # ncclDataType_t numbering -> element size in bytes
 ELEMENT_SIZE = {0: 1, 1: 1, 2: 4, 3: 4, 4: 8, 5: 8, 6: 2, 7: 4, 8: 8, 9: 2, 10: 1, 11: 1}
-# bus factor kind: 2 -> 2(n-1)/n, 1 -> (n-1)/n, 0 -> 1 (rooted collectives, Send, Recv, unknown)
-FACTOR_KIND = {"allreduce": 2, "allgather": 1, "reducescatter": 1, "alltoall": 1}
+# Bytes one rank moves per element of the count `c:` (docs/decisions.md D22), by factor kind:
+# 2 -> 2(n-1)/n (AllReduce: c is the whole buffer); 3 -> n-1 (AllGather, ReduceScatter: c is one rank's
+# part, the whole buffer n x c, of which (n-1)/n moves); 1 -> (n-1)/n (AllToAll: c is one rank's whole send
+# buffer); 0 -> 1 (Broadcast, Reduce, Send, Recv and any other operator).
+FACTOR_KIND = {"allreduce": 2, "allgather": 3, "reducescatter": 3, "alltoall": 1}
 POINT_TO_POINT = ("send", "recv")
 
 
@@ -63,6 +66,15 @@ def parse(text: str | None) -> tuple | None:
     return (body, key, count, element, ranks or 0, FACTOR_KIND.get(op, 0), op in POINT_TO_POINT)
 
 
+def without_rank_fields(text: str) -> str:
+    """A PCCL annotation's text without its per-rank fields (``r``, ``b``), the same on every
+    rank of one communication; any other text as it is."""
+    if parse(text) is None:
+        return text
+    head, *fields = text.split(",")
+    return ",".join([head] + [f for f in fields if f.split(":", 1)[0].strip() not in PER_RANK_FIELDS])
+
+
 def _int(text: str | None) -> int | None:
     try:
         return int(text, 0) if text is not None else None
@@ -92,5 +104,6 @@ def annotate(pool: StringPool, names: np.ndarray) -> Annotations:
 def rank_bytes(count: np.ndarray, element: np.ndarray, ranks: np.ndarray, factor_kind: np.ndarray) -> np.ndarray:
     """Bytes one rank moves: bus factor(n) x count x element size (docs/decisions.md D22)."""
     n = np.maximum(ranks, 1).astype(np.float64)
-    factor = np.select([factor_kind == 2, factor_kind == 1], [2.0 * (n - 1) / n, (n - 1) / n], 1.0)
+    factor = np.select([factor_kind == 2, factor_kind == 3, factor_kind == 1], [2.0 * (n - 1) / n, n - 1, (n - 1) / n],
+                       1.0)
     return factor * count * element

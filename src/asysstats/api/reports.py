@@ -112,7 +112,7 @@ def open(path: PathLike | Sequence[PathLike], *, cache: bool = True, merge: bool
     ``cache``: keep the columns read in the columnar cache. ``ts_normalize``: timestamps as UTC
     ns; ``ts_shift``: ns added to the timestamps (one per path). ``settings``: ``filter_time``,
     ``filter_hgtx``, ``kernel_groups``, ``ppu_op_config``, ``callstack_groups``, ``device_spec``,
-    ``keep_suspect_events`` (:func:`settings_of`)."""
+    ``keep_suspect_events``, ``linked_only`` (:func:`settings_of`)."""
     paths = [path] if isinstance(path, (str, os.PathLike)) else list(path)
     if not paths:
         raise AsysError("asysstats.open: no report given")
@@ -151,12 +151,15 @@ Pairs = Mapping[str, str] | Iterable[tuple[str, str]]
 
 def settings_of(*, filter_time: tuple[int | None, int | None] | None = None, filter_hgtx: str | None = None,
                 kernel_groups: Pairs = (), ppu_op_config: Pairs = (), callstack_groups: Pairs = (),
-                device_spec: str | os.PathLike[str] | None = None, keep_suspect_events: bool = False) -> Settings:
+                device_spec: str | os.PathLike[str] | None = None, keep_suspect_events: bool = False,
+                linked_only: bool = False) -> Settings:
     """``filter_time``: ``(start, end)`` ns from the start of the capture (either None: open);
     ``filter_hgtx``: ``range[@domain][/index]``; ``kernel_groups`` (``name -> regex``),
     ``ppu_op_config`` (``type -> kernel:<regex>`` or ``hgtx:<regex>``), ``callstack_groups``
     (``group -> frame_re/frame_re``): a mapping, or ``(name, value)`` pairs where a name
-    repeats; ``device_spec``: a JSON file of device peaks; ``keep_suspect_events``."""
+    repeats; ``device_spec``: a JSON file of device peaks; ``keep_suspect_events``;
+    ``linked_only``: PPU activities only with their launching API call in the report (the
+    others, launched before the profiling window, left out of every rule)."""
     specs: tuple[Any, ...] = ()
     if device_spec is not None:
         from asysstats.analysis.operators.catalog import read_device_spec  # operator modules: start-up time
@@ -166,7 +169,8 @@ def settings_of(*, filter_time: tuple[int | None, int | None] | None = None, fil
                     callstack_groups=pairs(callstack_groups, "callstack_groups"),
                     ppu_op_config=pairs(ppu_op_config, "ppu_op_config"),
                     kernel_groups=pairs(kernel_groups, "kernel_groups"),
-                    keep_suspect_events=bool(keep_suspect_events), device_specs=specs)
+                    keep_suspect_events=bool(keep_suspect_events), device_specs=specs,
+                    linked_only=bool(linked_only))
 
 
 def time_window(window: tuple[int | None, int | None] | None) -> tuple[int | None, int | None] | None:

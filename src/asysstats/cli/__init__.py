@@ -24,11 +24,12 @@ from asysstats.core.errors import AsysError, OutputClosed, escaped_control
 from asysstats.reading.opening import expand_reports
 from asysstats.rulebook import CHECK_RULE, DEFAULT_STATS, REGISTRY
 
-FORMATS_HELP = """The following output formats are available (--format NAME[:ratio=.N%]):
+FORMATS_HELP = """The following output formats are available (--format NAME[:ratio=.N%][,NAME...]):
 
-    column  aligned, human-readable table (the console default)
-    csv     comma-separated values, text quoted, each line ending with ',' (the file default)
-    json    a list of row objects with typed values (null for '-')
+    column  aligned, human-readable table (the console default, and of @command)
+    csv     comma-separated values, text quoted, each line ending with ',' (the file default: -o . or <dir>/<prefix>)
+    json    a list of row objects with typed values (null for '-'); several results to the console:
+            one object of those lists, each under its rule's name (as its file would be named)
     xlsx    spreadsheet, one sheet per rule, typed cells, a pie chart of the share column
     py      the generated script of ppu_op_unit_test
 
@@ -37,28 +38,32 @@ FORMATS_HELP = """The following output formats are available (--format NAME[:rat
 
 
 def help_requested(command: str, help_reports: str | None, help_report: str | None) -> bool:
-    """Print the help of a rule (or the list of rules) when asked for; whether it was."""
-    if not (help_report or help_reports):
+    """Print the help of a rule, of every rule (``ALL``) or the list of rules (no value) when
+    asked for; whether it was."""
+    if help_report is None and help_reports is None:
         return False
-    from asysstats.cli.helptext import rule_help, rules_list  # for help only: start-up time
+    from asysstats.cli.helptext import all_rules_help, rule_help, rules_list  # for help only: start-up time
 
-    if help_report:
+    if help_report is not None:
         click.echo(rule_help(REGISTRY.get(help_report, command)))
-        return True
-    if help_reports:
-        if help_reports.upper() == "ALL":
-            click.echo(f"The following built-in rules are available:\n\n{rules_list(REGISTRY, command)}")
-        else:
-            click.echo(rule_help(REGISTRY.get(help_reports, command)))
+    elif not help_reports:
+        click.echo(f"The following built-in rules are available:\n\n{rules_list(REGISTRY, command)}")
+    elif help_reports.upper() == "ALL":
+        click.echo(all_rules_help(REGISTRY, command), nl=False)
+    else:
+        click.echo(rule_help(REGISTRY.get(help_reports, command)))
     return True
 
 
 def common_options(func):
     decorators = [
         click.argument("reports", nargs=-1, type=click.Path(dir_okay=True, path_type=str)),
-        click.option("--format", "formats", multiple=True, help="column|csv|json|xlsx[:ratio=.N%] or py (a script rule), by position."),
+        click.option("--format", "formats", multiple=True,
+                     help="column|csv|json|xlsx[:ratio=.N%] or py (a script rule), repeated or a comma list, by "
+                          "position (default: csv to files, column to the console and @command)."),
         click.option("-o", "--output", "outputs", multiple=True,
-                     help="%, @command, '.', or <dir>/<prefix>, by position. Files: <prefix>_<rule>.<format>; with "
+                     help="%, @command, '.', or <dir>/<prefix>, repeated or a comma list (an @command takes the rest "
+                          "of its value; a ',' in a path: '\\,'), by position. Files: <prefix>_<rule>.<format>; with "
                           "several reports <prefix>_<report>_<rule>.<format> (<report>: its stem, after its folders "
                           "when stems repeat, e.g. rank0_report); a rule asked for twice to one output: "
                           "<rule>_<n>, its n-th request."),
@@ -69,8 +74,8 @@ def common_options(func):
         click.option("--callstack-group-config", "callstack", multiple=True, help="group=frame_re/frame_re/..."),
         click.option("--ppu-op-config", "opconfig", multiple=True, help="Type=kernel:<re> or Type=hgtx:<re>."),
         click.option("--kernel-group-config", "kernel_groups", multiple=True, help="name=regex, or @file."),
-        click.option("--help-reports", "--help-rules", "help_reports", is_flag=False, flag_value="ALL", default=None,
-                     metavar="[ALL|name]", help="List the rules, or show one rule's help."),
+        click.option("--help-reports", "--help-rules", "help_reports", is_flag=False, flag_value="", default=None,
+                     metavar="[ALL|name]", help="List the rules; ALL: every rule's help; name: one rule's help."),
         click.option("--help-formats", is_flag=False, flag_value="ALL", default=None, metavar="[ALL]",
                      help="List the output formats and their options."),
         click.option("--help-report", metavar="name", help="Show one rule's options and output columns."),
@@ -116,11 +121,36 @@ def execute(command: str, rule_args, reports, formats, outputs, force, filter_ti
                              device_spec)
     many = ManyOptions(merge_reports, bool_value(ts_normalize, "--ts-normalize"), tuple(ts_shift), scheduler,
                        skip_bad_reports)
-    run_requests(command, expand_reports(reports), requests, formats, outputs, bool_value(force, "--force-overwrite"),
-                 settings, default_set, cache=not no_cache, many=many)
+    rerun = [*(("--filter-time", filter_time) if filter_time else ()),
+             *(("--filter-hgtx", filter_hgtx) if filter_hgtx else ()),
+             *(("--keep-suspect-events",) if keep_suspect_events else ())]  # what changes the rows of the default set
+    with capped_cache(not no_cache):
+        run_requests(command, expand_reports(reports), requests, formats, outputs,
+                     bool_value(force, "--force-overwrite"), settings, default_set, cache=not no_cache, many=many,
+                     rerun=rerun)
+
+
+@contextlib.contextmanager
+def capped_cache(enabled: bool):
+    """A run that uses the columnar cache: a bad ``ASYSSTATS_CACHE_MAX`` stops it before it
+    starts; after it, if it stored columns, the entries used longest ago go until the cache is
+    within its cap (those it stored in stay)."""
+    if not enabled:
+        yield
+        return
+    from asysstats.reading.cache import cache_limit, recording_writes
+
+    limit = cache_limit()
+    with recording_writes() as written:
+        yield
+    if written.folders:
+        from asysstats.reading.cache_folder import trim_after_writes  # after runs that stored columns only
+
+        trim_after_writes(limit, written.size, frozenset(written.folders))
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="asysstats", prog_name="asys", message="%(prog)s %(version)s")
 def asys() -> None:
     """Statistics and expert-system reports over asysrep and Nsight Systems SQLite reports."""
 
@@ -160,19 +190,36 @@ def analyze_command(rule_args, **kwargs) -> None:
 @click.option("--fail-on", default="ppu_kernel_summary_compare", metavar="RULE",
               help="The comparison whose total --fail-if-slower checks (default: ppu_kernel_summary_compare).")
 @click.option("--device-spec", metavar="FILE", help="JSON peak figures of devices (see docs/operators.md).")
+@click.option("--linked-only", is_flag=True, help="Compare only the GPU work whose launching API call is in the "
+              "report (leave out work launched before the profiling window).")
+@click.option("--pair-devices", multiple=True, metavar="BASE=TARGET",
+              help="Pair base device BASE with target device TARGET (ids; repeat or comma-separate for more). "
+                   "Default: by id, else by order.")
 @click.option("--no-cache", is_flag=True, help="Do not read or write the columnar cache.")
 @click.option("--debug", is_flag=True, help="Show a traceback on errors.")
-def compare_command(base, target, output, force, filter_hgtx, opconfig, fail_if_slower, fail_on, device_spec, no_cache,
-            debug) -> None:
+def compare_command(base, target, output, force, filter_hgtx, opconfig, fail_if_slower, fail_on, device_spec,
+                    linked_only, pair_devices, no_cache, debug) -> None:
     """Compare TARGET with BASE: the default comparison set, a console summary and CSV files."""
     from asysstats.cli.compare import run_compare
 
     settings = settings_from(None, filter_hgtx, (), opconfig, (), device_spec=device_spec)
-    text, status = run_compare(base, target, output, bool_value(force, "--force-overwrite"), settings,
-                               fail_if_slower, fail_on, cache=not no_cache)
+    settings["linked_only"] = linked_only
+    with capped_cache(not no_cache):
+        text, status = run_compare(base, target, output, bool_value(force, "--force-overwrite"), settings,
+                                   fail_if_slower, fail_on, cache=not no_cache, pair_devices=",".join(pair_devices))
     click.echo(text, nl=False)
     if status:
         sys.exit(status)
+
+
+@asys.command("cache")
+@click.option("--clear", is_flag=True, help="Remove the cache folder and everything in it.")
+@click.option("--debug", is_flag=True, help="Show a traceback on errors.")
+def cache_command(clear: bool, debug: bool) -> None:
+    """Show the columnar cache (its folder, size, cap and the report of each entry), or clear it."""
+    from asysstats.cli.cachetext import cache_text, clear_text
+
+    click.echo(clear_text() if clear else cache_text(), nl=False)
 
 
 @asys.command("sample")

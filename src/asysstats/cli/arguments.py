@@ -41,6 +41,26 @@ def parse_format(text: str) -> tuple[str, int]:
     return name, decimals
 
 
+def format_items(values: Sequence[str]) -> list[str]:
+    """The ``--format`` values, repeated or comma lists (``csv,json``), in order."""
+    return [item for value in values for item in value.split(",")]
+
+
+def output_items(values: Sequence[str]) -> list[str]:
+    """The ``--output`` values, repeated or comma lists (``%,out/p``), in order. A literal ``,``
+    of a path is written ``\\,``; an ``@command`` item takes the rest of its value, commas and
+    all, as a shell command's arguments may hold them (``-o %,@cut -d, -f2``)."""
+    items = []
+    for value in values:
+        parts = split_unescaped(value, ",")
+        for index, part in enumerate(parts):
+            if part.lstrip().startswith("@"):
+                items.append(",".join(parts[index:]).lstrip())
+                break
+            items.append(unescape(part))
+    return items
+
+
 def parse_filter_time(text: str | None) -> tuple[int | None, int | None] | None:
     """``<start>/<end>`` ns from the start of the capture, either empty (open), each an int64."""
     if text is None:

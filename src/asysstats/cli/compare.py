@@ -6,7 +6,8 @@ whose data is absent from a report is skipped with a note. The output folder, an
 would be overwritten without ``force``, are errors before any comparison runs; all results are
 computed before any file is written. ``fail_if_slower`` makes the run fail (status 1) when a
 total (``fail_on``: a rule of :data:`TOTALS`) grows by more than that many percent from base
-to target.
+to target. Rows present in one report only (operators or kernels added or removed, work
+launched before one profiling window) are listed apart from the changes of matched rows.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from asysstats.analysis.comparison import as_float
+from asysstats.analysis.declarations import Options, Rule
 from asysstats.api.comparing import DEFAULT_COMPARE, Comparison, compare_reports, default_rules
 from asysstats.api.reports import open
 from asysstats.core.errors import AsysError, quoted
@@ -53,20 +55,28 @@ def output_files(output: str | None, base: str, target: str, rules: list[str], f
 
 def run_compare(base: str, target: str, output: str | None, force: bool, settings: dict[str, Any],
                 fail_if_slower: float | None = None, fail_on: str = "ppu_kernel_summary_compare",
-                cache: bool = True) -> tuple[str, int]:
-    """Compare, write the CSV files; return the console text and the exit status."""
+                cache: bool = True, pair_devices: str = "") -> tuple[str, int]:
+    """Compare, write the CSV files; return the console text and the exit status.
+    ``pair_devices``: ``B=T,...``, the ``pair-devices`` option of the rules that take it."""
     if fail_on not in TOTALS:
         raise AsysError(f"--fail-on: expected one of {', '.join(TOTALS)}, got {quoted(fail_on)}")
     rules = default_rules()
     files = output_files(output, base, target, list(DEFAULT_COMPARE), force)  # before minutes of comparing
+    pairs = {"pair-devices": pair_devices.replace(",", "/")} if pair_devices else {}
+
+    def options_of(rule: Rule[Any]) -> Options:
+        return rule.parse_options({k: v for k, v in pairs.items() if k in {o.name for o in rule.all_options}})
+
     with open(base, cache=cache, **settings) as base_report, open(target, cache=cache, **settings) as target_report:
-        comparison = compare_reports(base_report, target_report, rules, lambda rule: rule.parse_options({}))
+        comparison = compare_reports(base_report, target_report, rules, options_of)
         verdict = regression_verdict(comparison, fail_on, fail_if_slower) if fail_if_slower is not None else None
         for rule, result in comparison.results.items():
             write_output(files[rule], csv_parts(result), force)
         lines = summary_lines(base, target, comparison)
     lines += ["", "Files:"] + [f"  {files[rule]}" for rule in comparison.results]
     lines += [f"Skipped {note}" for note in comparison.skipped]
+    notes = dict.fromkeys(note for result in comparison.results.values() for note in result.notes)
+    lines += [f"note: {note}" for note in notes]
     if verdict is None:
         return "\n".join(lines) + "\n", 0
     slower, message = verdict
@@ -133,12 +143,18 @@ def summary_lines(base: str, target: str, comparison: Comparison) -> list[str]:
 
 def utilisation_lines(result: Result) -> list[str]:
     in_use, active = pair_column(result, "In-Use (%)"), pair_column(result, "PPU Active Time (ns)")
-    ids = np.where(result.frame["Base Device ID"] >= 0, result.frame["Base Device ID"],
-                   result.frame["Target Device ID"])
-    order = np.argsort(ids, kind="stable")
-    return [f"  device {ids[i]}: in-use {pct(in_use[0][i])} -> {pct(in_use[1][i])}, "
+    base_ids, target_ids = (np.asarray(result.frame[f"{side} Device ID"]) for side in ("Base", "Target"))
+    order = np.lexsort((target_ids, np.where(base_ids >= 0, base_ids, np.iinfo(np.int64).max)))
+    return [f"  device {device_pair(base_ids[i], target_ids[i])}: in-use {pct(in_use[0][i])} -> {pct(in_use[1][i])}, "
             f"active {ms(active[0][i])} -> {ms(active[1][i])} ({times(active[0][i], active[1][i])})"
             for i in order]
+
+
+def device_pair(base: int, target: int) -> str:
+    """``0`` for a device of one id in both reports, else ``0 / 2`` (``-`` for a missing side)."""
+    if base == target:
+        return str(base)
+    return " / ".join(str(d) if d >= 0 else "-" for d in (base, target))
 
 
 def type_lines(result: Result) -> list[str]:
@@ -150,8 +166,11 @@ def type_lines(result: Result) -> list[str]:
 
 
 def change_lines(result: Result, rule: str) -> list[str]:
-    """The largest growths and shrinks of total time (a missing side counts as 0)."""
-    base, target = (np.nan_to_num(v) for v in pair_column(result, "Total (ns)"))
+    """The largest growths and shrinks of total time of the rows in both reports; then the rows
+    of one report only, apart: added (target only) and removed (base only), largest first."""
+    base, target = pair_column(result, "Total (ns)")
+    only_target, only_base = np.isnan(base) & ~np.isnan(target), np.isnan(target) & ~np.isnan(base)
+    base, target = np.nan_to_num(base), np.nan_to_num(target)
     label = "operators" if rule == "ppu_operator_summary_compare" else "kernels"
     base_names, target_names = (result.frame[f"{side} OP Name" if label == "operators" else f"{side} Kernel"]
                                 for side in ("Base", "Target"))
@@ -160,7 +179,7 @@ def change_lines(result: Result, rule: str) -> list[str]:
         names = [f"[{kind}] {name}" for kind, name in zip(result.frame["OP Type"], names)]
     lines = [f"Total time of all {label}: {ms(base.sum())} -> {ms(target.sum())} "
              f"({times(base.sum(), target.sum())})"]
-    delta = target - base
+    delta = np.where(only_target | only_base, 0.0, target - base)
     for title, picks in (("Top regressions (slower in target)", np.argsort(-delta, kind="stable")),
                          ("Top improvements (faster in target)", np.argsort(delta, kind="stable"))):
         chosen = [i for i in picks[:TOP_ITEMS] if (delta[i] > 0) == title.startswith("Top regressions")
@@ -168,4 +187,10 @@ def change_lines(result: Result, rule: str) -> list[str]:
         lines.append(f"{title}:" if chosen else f"{title}: none")
         lines += [f"  {delta[i] / 1e6:+.2f} ms  {ms(base[i])} -> {ms(target[i])} ({times(base[i], target[i])})  "
                   f"{short(names[i])}" for i in chosen]
+    for title, alone, spent in ((f"Added {label} (in the target only)", only_target, target),
+                                (f"Removed {label} (in the base only)", only_base, base)):
+        rows = np.flatnonzero(alone)
+        rows = rows[np.argsort(-spent[rows], kind="stable")]
+        lines.append(f"{title}: {len(rows)}, {ms(spent[rows].sum())} in all" if len(rows) else f"{title}: none")
+        lines += [f"  {ms(spent[i])}  {short(names[i])}" for i in rows[:TOP_ITEMS]]
     return lines

@@ -5,7 +5,8 @@ from __future__ import annotations
 from asysstats.analysis.declarations import Option, Rule
 from asysstats.rulebook import Registry
 
-VALUE_HINT = {"int": "<n>", "int_list": "<id/id/...>", "regex": "<regex>", "regex_list": "<regex/regex/...>",
+VALUE_HINT = {"int": "<n>", "decimal": "<x>", "int_list": "<id/id/...>",
+              "regex": "<regex>", "regex_list": "<regex/regex/...>",
               "str_list": "<a/b/...>", "text": "<value>"}
 
 
@@ -24,24 +25,37 @@ def rule_help(rule: Rule) -> str:
         default = "" if option.default in (None, False) else f" Default is '{option.default}'."
         lines.append(f"            {option.help}{default}")
     lines += ["        Use --filter-time / --filter-hgtx to specify the report time range.", "", "    Output:"]
-    lines.append("        Row# : Row number")
+    if rule.numbered:
+        lines.append("        Row# : Row number")
     lines += [f"        {c.name} : {c.help}" for c in rule.columns]
     lines += ["", f"    {rule.help}", ""]
     return "\n".join(lines)
 
 
 def rules_list(registry: Registry, command: str) -> str:
-    rules = [r for r in registry if (r.command == "analyze") == (command == "analyze")]
+    rules = command_rules(registry, command)
     width = max((len(r.name) for r in rules), default=0)
     return "\n".join(f"    {r.name.ljust(width)}  {r.title}" for r in rules) + "\n"
 
 
+def command_rules(registry: Registry, command: str) -> list[Rule]:
+    """The rules of ``asys analyze`` (``command`` "analyze") or of ``asys stats`` (any other)."""
+    return [r for r in registry if (r.command == "analyze") == (command == "analyze")]
+
+
+def all_rules_help(registry: Registry, command: str) -> str:
+    """``--help-reports ALL``: the help of every rule of the command, one after another."""
+    return "\n".join(rule_help(rule) for rule in command_rules(registry, command))
+
+
 def rules_markdown(registry: Registry) -> str:
-    """docs/rules.md: every rule's generated help."""
-    parts = ["# Rules\n", "Generated from the rule declarations by `asys stats --help-reports ALL`; "
-             "a test keeps this file in step with the code.\n"]
-    for rule in registry:
-        parts.append(f"## {rule.name}\n\n```\n{rule_help(rule)}```\n")
+    """docs/rules.md: the text of ``asys stats --help-reports ALL`` then of ``asys analyze
+    --help-rules ALL``, a section per rule."""
+    parts = ["# Rules\n", "Generated from the rule declarations: each section is a rule's part of "
+             "`asys stats --help-reports ALL` (then of `asys analyze --help-rules ALL`); a test keeps this file "
+             "in step with the code (`python -m asysstats.cli.helptext > docs/rules.md`).\n"]
+    for command in ("stats", "analyze"):
+        parts += [f"## {rule.name}\n\n```\n{rule_help(rule)}```\n" for rule in command_rules(registry, command)]
     return "\n".join(parts)
 
 

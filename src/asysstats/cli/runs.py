@@ -3,8 +3,10 @@ each result delivered to its output (console, file or command)."""
 
 from __future__ import annotations
 
+import json
+import shlex
 from contextlib import nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -13,7 +15,7 @@ import click
 
 from asysstats.analysis.declarations import Options, Rule
 from asysstats.api.reports import Report, open
-from asysstats.cli.arguments import RuleRequest, parse_format
+from asysstats.cli.arguments import RuleRequest, format_items, output_items, parse_format
 from asysstats.cli.progress import progress
 from asysstats.core.errors import AsysError, MissingData
 from asysstats.core.files import check_output
@@ -23,6 +25,7 @@ from asysstats.writing.outputs import (
     CONSOLE,
     FILE,
     Destination,
+    default_format,
     deliver,
     destination,
     distinct_files,
@@ -30,6 +33,10 @@ from asysstats.writing.outputs import (
     report_labels,
 )
 from asysstats.writing.writers import render_parts
+
+# Rows of each table of the default set on the console (a brief summary, asys-cli.md): the top ten
+# of tables sorted by time hold most of it, and the six tables fit in about a hundred lines.
+SUMMARY_ROWS = 10
 
 
 @dataclass(frozen=True)
@@ -53,12 +60,14 @@ def pad(values: Sequence[Any], count: int) -> list[Any]:
 
 def run_requests(command: str, reports: Sequence[str], requests: list[RuleRequest], formats: Sequence[str],
                  outputs: Sequence[str], force: bool, settings: dict[str, Any], default_set: bool, cache: bool,
-                 many: ManyOptions = ManyOptions()) -> None:
-    """Check every rule, option, format and output, open the reports, run each rule on each."""
+                 many: ManyOptions = ManyOptions(), rerun: Sequence[str] = ()) -> None:
+    """Check every rule, option, format and output, open the reports, run each rule on each
+    (``rerun``: the options that change the rows, for the hints of the brief summary)."""
     rules = [find_rule(r.name, command) for r in requests]
     parsed = [rule.parse_options(r.options) for rule, r in zip(rules, requests)]
-    fmts = [parse_format(f) if f else ("column", 1) for f in pad(formats, len(requests))]
-    outs = pad(outputs, len(requests))
+    outs = pad(output_items(outputs), len(requests))
+    fmts = [parse_format(f) if f else (default_format(out), 1)
+            for f, out in zip(pad(format_items(formats), len(requests)), outs)]
     for rule in rules:
         if rule.reports == 2 and len(reports) != 2:
             raise AsysError(f"rule '{rule.name}' compares two reports; give a base and a target report")
@@ -71,7 +80,8 @@ def run_requests(command: str, reports: Sequence[str], requests: list[RuleReques
             check_mergeable(rule)
     opened = open_reports(reports, many, cache, settings, lambda line: click.echo(line, err=True))
     try:
-        run_opened(opened, rules, parsed, fmts, outs, force, default_set, [Path(path) for path in reports])
+        run_opened(opened, rules, parsed, fmts, outs, force, default_set, [Path(path) for path in reports],
+                   f"asys {command}", tuple(rerun))
     finally:
         for report in opened:
             report.close()
@@ -101,8 +111,11 @@ def open_reports(paths: Sequence[str], many: ManyOptions, cache: bool, settings:
 
 
 def run_opened(opened: list[Report], rules: list[Rule[Any]], parsed: list[Options], fmts: list[tuple[str, int]],
-               outs: list[str | None], force: bool, default_set: bool, read: list[Path]) -> None:
+               outs: list[str | None], force: bool, default_set: bool, read: list[Path], command: str = "asys stats",
+               rerun: tuple[str, ...] = ()) -> None:
     planned = destinations(opened, rules, [fmt for fmt, _ in fmts], outs, force, read)
+    console = [fmt for (fmt, _), dests in zip(fmts, planned) for dest in dests if dest.kind == CONSOLE]
+    document = JsonDocument() if len(console) > 1 and set(console) == {"json"} else None
     notes: list[str] = []  # data-quality notes, printed after the run
     for rule, options, (fmt, decimals), dests in zip(rules, parsed, fmts, planned):
         runs: list[tuple[Report, Callable[[], Result]]]
@@ -124,13 +137,43 @@ def run_opened(opened: list[Report], rules: list[Rule[Any]], parsed: list[Option
             notes += result.notes
             several = len(runs) > 1  # one output per report: headings name it
             shown = "column" if fmt == "xlsx" and dest.kind == CONSOLE else fmt
-            content = render_parts(result, shown, decimals)
+            brief = default_set and dest.kind == CONSOLE and shown == "column" and result.rows > SUMMARY_ROWS
+            content = render_parts(result.head(SUMMARY_ROWS) if brief else result, shown, decimals)
             if dest.kind == CONSOLE and shown == "column" and (len(rules) > 1 or default_set or several):
                 deliver(f"\n** {rule.title} ({rule.name}){f' - {report.path}' if several else ''}:\n\n", dest, force)
+            if document is not None:
+                deliver(document.key(dest.key), dest, force)
             with progress(f"writing {dest.target}") if dest.kind == FILE else nullcontext():  # a trace: seconds
                 deliver(content, dest, force)
+            if brief:
+                more = shlex.join([*command.split(), "-r", rule.name, *rerun, str(report.path)])
+                deliver(f"\u2026 {result.rows - SUMMARY_ROWS} more rows: {more}\n", dest, force)
+    if document is not None:
+        deliver(document.end(), CONSOLE_DESTINATION, force)
     for note in dict.fromkeys(notes):
         click.echo(f"note: {note}", err=True)
+
+
+CONSOLE_DESTINATION = Destination(CONSOLE)
+
+
+class JsonDocument:
+    """Several JSON results to the console as one document: an object of each result's rows
+    under its name (the name its file would have: ``<rule>``, ``<report label>_<rule>``,
+    ``<rule>_<n>``), written as the results come."""
+
+    def __init__(self) -> None:
+        self.started = False
+
+    def key(self, name: str) -> str:
+        """What comes before the rows of result ``name``."""
+        text = f"{', ' if self.started else '{'}{json.dumps(name, ensure_ascii=False)}: "
+        self.started = True
+        return text
+
+    def end(self) -> str:
+        """What closes the document (``{}`` when no result came)."""
+        return "}\n" if self.started else "{}\n"
 
 
 def destinations(opened: list[Report], rules: list[Rule[Any]], fmts: list[str], outs: list[str | None],
@@ -145,7 +188,9 @@ def destinations(opened: list[Report], rules: list[Rule[Any]], fmts: list[str], 
     for rule, name, fmt, output in zip(rules, names, fmts, outs):
         reports = list(zip(opened, labels))[:1 if rule.reports == 2 else None]
         several = len(reports) > 1  # one output per report: file names name it
-        found = [destination(output, report.path, name, fmt, label if several else "") for report, label in reports]
+        found = [replace(destination(output, report.path, name, fmt, label if several else ""),
+                         key="_".join(part for part in (label if several else "", name) if part))
+                 for report, label in reports]
         files += [(Path(dest.target), f"{rule.name} on {report.path}") for dest, (report, _) in zip(found, reports)
                   if dest.kind == FILE]
         planned.append(found)

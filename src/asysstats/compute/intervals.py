@@ -143,9 +143,16 @@ def busy_per_window(starts: np.ndarray, ends: np.ndarray, edges: np.ndarray) -> 
 
 
 def gaps(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Idle gaps ``[gap_start, gap_end)`` between the segments of the union."""
-    s, e = union(starts, ends)
-    return e[:-1], s[1:]
+    """Idle gaps ``[gap_start, gap_end)`` between the intervals: the stretches between the
+    segments of their union, cut at every zero-length interval inside them (an activity of no
+    duration is still an activity). Backwards intervals (end < start) are ignored."""
+    starts = np.asarray(starts, dtype=np.int64)
+    ends = np.asarray(ends, dtype=np.int64)
+    keep = ends >= starts
+    order = np.argsort(starts[keep], kind="stable")
+    s, e = starts[keep][order], np.maximum.accumulate(ends[keep][order])
+    idle = np.flatnonzero(s[1:] > e[:-1])
+    return e[idle], s[idle + 1]
 
 
 def enclosing_pairs(range_group: np.ndarray, range_start: np.ndarray, range_end: np.ndarray,

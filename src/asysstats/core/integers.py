@@ -6,12 +6,14 @@ an overflow deep inside a rule."""
 from __future__ import annotations
 
 import re
+from fractions import Fraction
 
 from asysstats.core.errors import AsysError, quoted
 
 INT64_MIN = -(1 << 63)
 INT64_MAX = (1 << 63) - 1
 INTEGER = re.compile(r"\s*([+-]?)0*([0-9]+)\s*", re.ASCII)  # decimal ASCII digits, spaces around
+DECIMAL = re.compile(r"\s*\+?([0-9]*)(?:\.([0-9]{0,9}))?\s*", re.ASCII)  # 0.5, .25, 3., 500: no sign, no exponent
 
 
 def parse_int(text: str, what: str, minimum: int = INT64_MIN, maximum: int = INT64_MAX) -> int:
@@ -22,6 +24,18 @@ def parse_int(text: str, what: str, minimum: int = INT64_MIN, maximum: int = INT
     if found is None or len(found[2]) > len(str(INT64_MAX)):
         raise AsysError(f"{what} must be {bounds(minimum, maximum, full=found is not None)}, got {quoted(text)}")
     return checked_int(int(found[1] + found[2]), what, minimum, maximum, text)
+
+
+def parse_decimal(text: str, what: str, minimum: int = 0, maximum: int = INT64_MAX) -> Fraction:
+    """The non-negative decimal number ``text`` spells exactly (ASCII digits with up to 9 after a
+    point, spaces around), from ``minimum`` to ``maximum``; else a one-line error naming ``what``."""
+    found = DECIMAL.fullmatch(text)
+    if found is None or not (found[1] or found[2]) or len(found[1].lstrip("0")) > len(str(INT64_MAX)):
+        raise AsysError(f"{what} must be a decimal number from {minimum} to {maximum} (e.g. 0.5), got {quoted(text)}")
+    value = Fraction(int(found[1] or "0")) + Fraction(int(found[2] or "0"), 10 ** len(found[2] or ""))
+    if not minimum <= value <= maximum:
+        raise AsysError(f"{what} must be a decimal number from {minimum} to {maximum}, got {quoted(text)}")
+    return value
 
 
 def checked_int(value: int, what: str, minimum: int = INT64_MIN, maximum: int = INT64_MAX,

@@ -8,7 +8,7 @@ cell from its column's kind."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
@@ -84,10 +84,16 @@ class Result:
     frame: Frame
     strings: StringPool
     notes: tuple[str, ...] = ()  # one-line data-quality notes of the run (events left out, ...)
+    label: str | None = None  # the column naming the rows of the XLSX chart (None: the first text column)
+    numbered: bool = True  # CSV and console tables begin with Row# (not where the reference's example has none)
 
     @property
     def rows(self) -> int:
         return len(next(iter(self.frame.values()))) if self.frame else 0
+
+    def head(self, count: int) -> "Result":
+        """The first ``count`` rows (the console's brief summary of the default set)."""
+        return replace(self, frame={name: values[:count] for name, values in self.frame.items()})
 
 
 class TextColumn(Gathered):

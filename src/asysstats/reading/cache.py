@@ -13,24 +13,28 @@ as read (inline text as text), so run-specific string ids are never cached. Next
 dictionary-encoded text column it keeps the fingerprints of its dictionaries
 (:mod:`~asysstats.compute.textindex`), with a digest of them and of the text: fingerprints
 that do not match the column are computed again, never used. Failures to write are ignored:
-the cache is an optimisation, never a source of truth (docs/reliability.md).
+the cache is an optimisation, never a source of truth (docs/reliability.md). Its size is capped
+(:func:`cache_limit`; the entries used longest ago go: :mod:`~asysstats.reading.cache_folder`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import re
 import shutil
 import zlib
 from pathlib import Path
-from typing import BinaryIO, Iterable, Sequence
+from typing import BinaryIO, Iterable, Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
 
 from asysstats.compute.arrow import from_numpy, text_bytes, text_offsets, to_numpy
 from asysstats.compute.textindex import KEY_FORMAT, fingerprints
+from asysstats.core.errors import AsysError, quoted
 from asysstats.core.files import publish, temporary_beside, write_atomically
 from asysstats.core.strings import StringPool
 
@@ -42,9 +46,49 @@ SQLITE_HEADER = 100  # bytes: the change counter (24), page count (28), schema c
 HASH_CHUNK = 1 << 24
 
 
+CACHE_MAX_ENV = "ASYSSTATS_CACHE_MAX"
+DEFAULT_CACHE_MAX = 10 << 30  # bytes: the columns of a few large reports
+SIZE = re.compile(r"\s*(\d+)\s*(?:([KMGT])(?:i?B)?|B)?\s*", re.IGNORECASE)
+SIZE_UNITS = "KMGT"  # powers of 1024
+_recorders: list[Writes] = []  # the recording_writes() under way
+
+
 def cache_root() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "asysstats"
+
+
+def cache_limit() -> int:
+    """The size cap of the cache in bytes: ``ASYSSTATS_CACHE_MAX`` (bytes, or with a K, M, G or T
+    suffix of powers of 1024: ``10G``, ``500MiB``), else 10 GiB."""
+    given = os.environ.get(CACHE_MAX_ENV, "")
+    if not given.strip():
+        return DEFAULT_CACHE_MAX
+    match = SIZE.fullmatch(given)
+    if match is None:
+        raise AsysError(f"{CACHE_MAX_ENV}={quoted(given)}: expected a size in bytes, or with K, M, G or T (10G)")
+    unit = match.group(2)
+    return int(match.group(1)) << (10 * (SIZE_UNITS.index(unit.upper()) + 1) if unit else 0)
+
+
+class Writes:
+    """What a run stored in the cache: the entry folders, and the bytes of the files."""
+
+    def __init__(self) -> None:
+        self.folders: set[Path] = set()
+        self.size = 0
+
+
+@contextlib.contextmanager
+def recording_writes() -> Iterator[Writes]:
+    """Within: what it gives collects the entry folders columns are stored in and their bytes
+    (a run that stored any checks the size cap after it)."""
+    written = Writes()
+    _recorders.append(written)
+    try:
+        yield written
+    finally:
+        _recorders.remove(written)
 
 
 def report_stamp(path: Path) -> dict[str, object]:
@@ -98,6 +142,8 @@ class ColumnCache:
             if stamp_file.exists():
                 try:
                     if json.loads(stamp_file.read_text()) == self._stamp:
+                        with contextlib.suppress(OSError):  # its last use, for the size cap (cache_folder)
+                            os.utime(stamp_file, follow_symlinks=False)
                         return True
                 except (OSError, ValueError):
                     pass
@@ -195,6 +241,9 @@ class ColumnCache:
                     vouch = json.dumps(self._sum(table, column, written.read_buffer())).encode()
                 publish(temp, target, force=True)
             write_atomically(self._sum_file(target), vouch, force=True)
+            for record in _recorders:
+                record.folders.add(self.folder)
+                record.size += target.stat().st_size + len(vouch)
             return True
         except (OSError, pa.ArrowException):
             return False

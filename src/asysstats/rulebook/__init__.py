@@ -48,7 +48,11 @@ class Registry:
 
     def get(self, name: str, command: str = "stats") -> Rule:
         rule = self._rule(name) if name in self else None
-        if rule is None or (command == "analyze") != (rule.command == "analyze"):
+        if rule is not None and (command == "analyze") != (rule.command == "analyze"):
+            other = "analyze" if rule.command == "analyze" else "stats"
+            raise AsysError(f"rule {quoted(name)} is a rule of 'asys {other}', not of 'asys {command}' "
+                            f"(run: asys {other} -r {name} REPORT)")
+        if rule is None:
             pool = [r.name for r in self if (r.command == "analyze") == (command == "analyze")]
             near = difflib.get_close_matches(name, pool, n=3)
             hint = f" (did you mean {', '.join(near)}?)" if near else f" (see 'asys {command} --help-reports')"

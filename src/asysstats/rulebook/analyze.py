@@ -1,14 +1,16 @@
 """The ``asys analyze`` expert rules over PPU activity (kernels, memcpy, memset):
 ``ppu_gaps`` (long idle gaps) and ``ppu_time_util`` (chunks of low time utilisation).
 
-Both work per process and device on the union of the activities' ``[start, end)``
-intervals; zero-length activities cover no time and are ignored. Groups are looped over;
-events never are.
+Both work per process and device on the activities' ``[start, end)`` intervals. A
+zero-length activity covers no time (``ppu_time_util`` ignores it) but is an activity: it
+splits a ``ppu_gaps`` gap. Groups are looped over; events never are.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 
@@ -22,13 +24,13 @@ from asysstats.core.tables import NA, EventTable
 
 ACTIVITY_KINDS = ("kernels", "memcpy", "memset")
 ROWS_50 = Option("rows", "int", "Maximum number of rows to print.", 50, minimum=1)
-GAP = Option("gap", "int", "Report idle gaps longer than this many milliseconds.", 500, minimum=0,
-             maximum=INT64_MAX // 1_000_000)  # in ns, an int64
+GAP = Option("gap", "decimal", "Report idle gaps longer than this many milliseconds (fractions too: 0.5).", 500,
+             minimum=0, maximum=INT64_MAX // 1_000_000)  # in ns, an int64
 THRESHOLD = Option("threshold", "int", "Report chunks whose utilisation is under this percentage.", 50, minimum=0)
 CHUNKS = Option("chunks", "int", "Number of equal chunks the time range is cut into.", 100, minimum=1,
                 maximum=1_000_000)  # each chunk is a few numbers in memory and may be a row
 MERGE_PIDS = Option("merge-process-id", "flag", "Merge the processes of each device into one timeline.", False)
-PID = Column("PID", INT, "Process identifier ('-' with merge-process-id)")
+PID = Column("PID", INT, "Process identifier")
 DEVICE_ID = Column("Device ID", INT, "PPU device identifier")
 ACTIVITY_COLUMNS = ("start", "end", "deviceId", "globalPid")
 READS = {kind: ACTIVITY_COLUMNS for kind in ACTIVITY_KINDS}
@@ -37,7 +39,7 @@ READS = {kind: ACTIVITY_COLUMNS for kind in ACTIVITY_KINDS}
 @dataclass(frozen=True)
 class GapsOptions(Options):
     rows: int = ROWS_50.field()
-    gap: int = GAP.field()
+    gap: Fraction = GAP.field()
 
 
 @dataclass(frozen=True)
@@ -49,11 +51,13 @@ class TimeUtilOptions(Options):
     merge_process_id: bool = MERGE_PIDS.field()
 
 
-def activity_groups(inputs: Inputs, merge_processes: bool = False):
-    """Non-empty PPU activities of all kinds, and their groups by (process, device)."""
+def activity_groups(inputs: Inputs, merge_processes: bool = False, zero_length: bool = False):
+    """PPU activities of all kinds (the zero-length ones only with ``zero_length``), and their
+    groups by (process, device)."""
     parts = [inputs.table(kind, ACTIVITY_COLUMNS) for kind in ACTIVITY_KINDS]
     activities = EventTable.concat(parts)
-    activities = activities.take(activities["end"] > activities["start"])
+    length = activities["end"] - activities["start"]
+    activities = activities.take(length >= 0 if zero_length else length > 0)
     pids = np.full(activities.rows, NA, np.int64) if merge_processes else activities["pid"]
     return activities, group_by([pids, activities["deviceId"]])
 
@@ -70,8 +74,8 @@ GAP_COLUMNS = (
 
 
 def ppu_gaps(inputs: Inputs, options: GapsOptions) -> Frame:
-    activities, groups = activity_groups(inputs)
-    longer_than = options.gap * 1_000_000
+    activities, groups = activity_groups(inputs, zero_length=True)
+    longer_than = math.floor(options.gap * 1_000_000)  # an integer length is longer than x when longer than floor(x)
     found = []
     for g in range(groups.count):
         rows = group_rows(groups, g)
@@ -107,7 +111,7 @@ UTIL_COLUMNS = (
     Column("In-Use (%)", PERCENT, "Time utilisation of the chunk (merged adjacent chunks: time-weighted)"),
     Column("Duration (ns)", INT, "Length of the chunk (or of the merged chunks)"),
     Column("Start (ns)", INT, "Start of the chunk"),
-    PID, DEVICE_ID,
+    Column("PID", INT, "Process identifier ('-' with merge-process-id)"), DEVICE_ID,
 )
 
 

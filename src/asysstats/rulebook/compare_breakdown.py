@@ -29,9 +29,11 @@ from asysstats.analysis.comparison import (
     Pairing,
     as_float,
     device_label,
+    keeps_run_ids,
     match_rows,
     name_rank,
     resolved,
+    run_free_names,
     taken,
     target_over_base,
 )
@@ -42,6 +44,7 @@ from asysstats.analysis.declarations import (
     NO_GRAPH_MAPPING,
     RANGE_EXCLUDE,
     RANGE_INCLUDE,
+    ROWS,
     Options,
     Rule,
     name_mode,
@@ -49,6 +52,7 @@ from asysstats.analysis.declarations import (
 from asysstats.analysis.inputs import Inputs
 from asysstats.analysis.operators.analysis import READS, analyse
 from asysstats.analysis.operators.common import (
+    ALL_COLUMNS,
     FLASH_MERGE,
     GEMM_MERGE,
     MOE_MERGE,
@@ -111,6 +115,8 @@ def side_frame(inputs: Inputs, options: "CompareOptions", levels: tuple[str, ...
         for column, source, fill in zip((name, time, avg, count), values, (-1, np.nan, np.nan, NA)):
             frame[column] = np.where(has, source[pick], fill) if len(source) else np.full(len(at), fill)
         frame[name] = resolved(inputs, frame[name])
+        if level != "Kernel" and not keeps_run_ids(options):  # shown (matched by key) without per-run ids
+            frame[name] = run_free_names(frame[name])
         if level != "Kernel":
             keys = table["key"][at]
             texts = resolved(inputs, np.where(keys >= 0, keys, -1)).tolist()
@@ -228,6 +234,7 @@ ORDER_BY = order_by(ORDERS, "time", "|".join(ORDERS))
 @dataclass(frozen=True)
 class BreakdownCompareOptions(Options):
     top: int | None = TOP.field()
+    rows: int | None = ROWS.field()
     device: tuple[int, ...] | None = DEVICE.field()
     range_include: "tuple[regex.Pattern, ...] | None" = RANGE_INCLUDE.field()
     range_exclude: "tuple[regex.Pattern, ...] | None" = RANGE_EXCLUDE.field()
@@ -241,11 +248,13 @@ class BreakdownCompareOptions(Options):
     no_merge_pytorch_parameter: bool = PYTORCH_MERGE.field()
     no_merge_gemm_parameter: bool = GEMM_MERGE.field()
     matched_only: bool = MATCHED_ONLY.field()
+    all_columns: bool = ALL_COLUMNS.field()
 
 
 @dataclass(frozen=True)
 class KernelCompareOptions(Options):
     top: int | None = TOP.field()
+    rows: int | None = ROWS.field()
     device: tuple[int, ...] | None = DEVICE.field()
     range_include: "tuple[regex.Pattern, ...] | None" = RANGE_INCLUDE.field()
     range_exclude: "tuple[regex.Pattern, ...] | None" = RANGE_EXCLUDE.field()
@@ -261,10 +270,18 @@ class KernelCompareOptions(Options):
     no_merge_pytorch_parameter: bool = PYTORCH_MERGE.field()
     no_merge_gemm_parameter: bool = GEMM_MERGE.field()
     matched_only: bool = MATCHED_ONLY.field()
+    all_columns: bool = ALL_COLUMNS.field()
 
 
 CompareOptions = Union[BreakdownCompareOptions, KernelCompareOptions]
 KERNEL_LEVELS, LIBRARY_LEVELS = ("Framework", "Library", "Kernel"), ("Framework", "Library")
+
+
+def omitted(levels: tuple[str, ...]) -> dict[str, str]:
+    """The columns the reference's example leaves out, as the single rule's example does: the averages and
+    instances of the levels above the deepest. Printed with all-columns."""
+    return {f"{side} {c.name}": "all_columns" for side in ("Base", "Target") for level in levels[:-1]
+            for c in level_columns(level)[2:]}
 
 KERNEL_BREAKDOWN_COMPARE = Rule(
     name="ppu_operator_kernel_breakdown_compare",
@@ -273,7 +290,7 @@ KERNEL_BREAKDOWN_COMPARE = Rule(
         kernel=" and by kernel name at the kernel layer"),
     columns=compare_columns(KERNEL_LEVELS),
     compute=lambda inputs, options: compare(inputs, options, KERNEL_LEVELS),
-    reads=READS, requires=REQUIRES, options=KernelCompareOptions, reports=2,
+    reads=READS, requires=REQUIRES, options=KernelCompareOptions, reports=2, optional=omitted(KERNEL_LEVELS),
 )
 
 BREAKDOWN_COMPARE = Rule(
@@ -283,6 +300,7 @@ BREAKDOWN_COMPARE = Rule(
     columns=compare_columns(LIBRARY_LEVELS),
     compute=lambda inputs, options: compare(inputs, options, LIBRARY_LEVELS),
     reads=READS, requires=REQUIRES, options=BreakdownCompareOptions, reports=2,
+    optional=omitted(LIBRARY_LEVELS),
 )
 
 RULES = [KERNEL_BREAKDOWN_COMPARE, BREAKDOWN_COMPARE]

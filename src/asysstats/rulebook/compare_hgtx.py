@@ -1,10 +1,15 @@
 """``hgtx_ppu_projection_summary_compare``: the ``hgtx_ppu_proj_sum`` tables of two reports,
-HGTX ranges matched by name and style."""
+HGTX ranges matched by name and style, a PyTorch range's name without its per-run ids
+(``seq``, ``op_id``, ``input_op_ids``), which it shows without them too; ranges of one name
+after that pair in order of their figures (the k-th largest of the base with the k-th of the
+target), not of the names their ids made."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+import numpy as np
 
 from asysstats.analysis.comparison import (
     BASE,
@@ -17,8 +22,17 @@ from asysstats.analysis.comparison import (
     side,
     single_rule_frame,
 )
-from asysstats.analysis.declarations import DEVICE, NO_GRAPH_MAPPING, RANGE_EXCLUDE, RANGE_INCLUDE, RANGE_MODE, Options
-from asysstats.core.result import PAIR_INT, PAIR_PERCENT, PAIR_TEXT
+from asysstats.analysis.declarations import (
+    DEVICE,
+    NO_GRAPH_MAPPING,
+    RANGE_EXCLUDE,
+    RANGE_INCLUDE,
+    RANGE_MODE,
+    ROWS,
+    Options,
+)
+from asysstats.analysis.inputs import Inputs
+from asysstats.core.result import PAIR_INT, PAIR_PERCENT, PAIR_TEXT, Frame
 from asysstats.rulebook.hgtx_projection import PROJ_SUM
 
 if TYPE_CHECKING:
@@ -27,12 +41,25 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class CompareOptions(Options):
+    rows: int | None = ROWS.field()
     device: tuple[int, ...] | None = DEVICE.field()
     range_mode: str = RANGE_MODE.field()
     range_include: "tuple[regex.Pattern, ...] | None" = RANGE_INCLUDE.field()
     range_exclude: "tuple[regex.Pattern, ...] | None" = RANGE_EXCLUDE.field()
     no_graph_mapping: bool = NO_GRAPH_MAPPING.field()
     matched_only: bool = MATCHED_ONLY.field()
+
+
+PAIRING_ORDER = ("In-Use (%)", "Total Proj Time (ns)", "Total Range Time (ns)", "Range Instances", "Proj Avg (ns)")
+run_free_frame = single_rule_frame(PROJ_SUM, run_free=("Range",))
+
+
+def projection_frame(inputs: Inputs, options: CompareOptions) -> Frame:
+    """One report's ``hgtx_ppu_proj_sum`` rows by :data:`PAIRING_ORDER` descending: the order in
+    which ranges of one name (without per-run ids) pair."""
+    frame = run_free_frame(inputs, options)
+    order = np.lexsort([-np.asarray(frame[name], dtype=np.float64) for name in reversed(PAIRING_ORDER)])
+    return {name: np.asarray(values)[order] for name, values in frame.items()}
 
 
 def projection_pair(name: str, source: str, help: str, ratio_name: str) -> tuple:
@@ -60,11 +87,13 @@ PROJECTION_SUMMARY_COMPARE = comparison_rule(
     help="The hgtx_ppu_proj_sum tables of the base and target reports, ranges matched by name and style; "
          "sorted by the larger of the two In-Use values, descending.",
     cells=CELLS,
-    side_frame=single_rule_frame(PROJ_SUM),
+    side_frame=projection_frame,
     keys=("Range", "Style"),
     sort="In-Use (%)",
     options=CompareOptions,
     reads=PROJ_SUM.reads,
+    share="Total Proj Time (ns)",
+    label="Target Range",
 )
 
 RULES = [PROJECTION_SUMMARY_COMPARE]

@@ -18,7 +18,7 @@ from asysstats.analysis.comparison import (
     single_rule_frame,
 )
 from asysstats.analysis.declarations import BASE as BASE_NAME
-from asysstats.analysis.declarations import DEVICE, HGTX_NAME, MANGLED, Options
+from asysstats.analysis.declarations import DEVICE, HGTX_NAME, MANGLED, ROWS, Options
 from asysstats.core.result import PAIR_INT, PAIR_PERCENT, PAIR_TEXT
 from asysstats.rulebook.kernels import KERN_SUM
 
@@ -26,6 +26,7 @@ from asysstats.rulebook.kernels import KERN_SUM
 @dataclass(frozen=True)
 class CompareOptions(Options):
     top: int | None = TOP.field()
+    rows: int | None = ROWS.field()
     hgtx_name: bool = HGTX_NAME.field()
     base: bool = BASE_NAME.field()
     mangled: bool = MANGLED.field()
@@ -50,11 +51,13 @@ KERNEL_SUMMARY_COMPARE = comparison_rule(
     help="The hggc_ppu_kern_sum tables of the base and target reports, kernels matched by name; "
          "sorted by the larger of the two time percentages, descending.",
     cells=CELLS,
-    side_frame=single_rule_frame(KERN_SUM),
+    side_frame=single_rule_frame(KERN_SUM, run_free=("Name",)),  # hgtx-name: the range prefix
     keys=("Name",),
     sort="Time (%)",
     options=CompareOptions,
     reads=KERN_SUM.reads,
+    share="Total (ns)",
+    label="Target Kernel",
 )
 
 RULES = [KERNEL_SUMMARY_COMPARE]

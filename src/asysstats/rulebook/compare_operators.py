@@ -2,11 +2,13 @@
 ``ppu_op_sum`` and ``ppu_op_type_sum`` tables of two reports.
 
 Operators match by type and merged parameters: the merge key of ``ppu_op_sum`` without
-its library segment, with the vendor prefixes of BLAS and collective libraries dropped
-(``ACBLAS``/``CUBLAS`` -> ``BLAS``, ``PCCL``/``NCCL`` -> ``CCL``, kernel names included)
-and case-folded, so that an operator of a PPU report matches the same operator of an
-NVIDIA report. Operator types
-match by name; the ``Summary`` row of the type table comes first.
+its library segment and without the per-run PyTorch ids (``seq``, ``op_id``,
+``input_op_ids``: no two runs share them, ``no-merge-pytorch-parameter`` or not), with the
+vendor prefixes of BLAS and collective libraries dropped (``ACBLAS``/``CUBLAS`` -> ``BLAS``,
+``PCCL``/``NCCL`` -> ``CCL``, kernel names included) and case-folded, so that an operator of
+a PPU report matches the same operator of an NVIDIA report, and of another run. Names show
+without those ids. Operator types match by name; the ``Summary`` row of the type table
+comes first.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from asysstats.analysis.comparison import (
     side,
     single_rule_frame,
 )
-from asysstats.analysis.declarations import DEVICE, NO_GRAPH_MAPPING, RANGE_EXCLUDE, RANGE_INCLUDE, Options
+from asysstats.analysis.declarations import DEVICE, NO_GRAPH_MAPPING, RANGE_EXCLUDE, RANGE_INCLUDE, ROWS, Options
 from asysstats.analysis.inputs import Inputs
 from asysstats.analysis.operators.common import (
     FLASH_MERGE,
@@ -42,6 +44,7 @@ from asysstats.analysis.operators.common import (
     PYTORCH_MERGE,
     order_by,
 )
+from asysstats.analysis.operators.parsers import without_run_ids
 from asysstats.core.result import PAIR_INT, PAIR_PERCENT, PAIR_TEXT, Frame
 from asysstats.rulebook.operators_summary import OP_SUM, SUM_ORDER, TYPE_SUM
 
@@ -54,6 +57,7 @@ SUM_ORDER_BY = order_by(SUM_ORDER, "total", "|".join(SUM_ORDER))
 @dataclass(frozen=True)
 class SumCompareOptions(Options):
     top: int | None = TOP.field()
+    rows: int | None = ROWS.field()
     device: tuple[int, ...] | None = DEVICE.field()
     range_include: "tuple[regex.Pattern, ...] | None" = RANGE_INCLUDE.field()
     range_exclude: "tuple[regex.Pattern, ...] | None" = RANGE_EXCLUDE.field()
@@ -71,6 +75,7 @@ class SumCompareOptions(Options):
 
 @dataclass(frozen=True)
 class TypeCompareOptions(Options):
+    rows: int | None = ROWS.field()
     device: tuple[int, ...] | None = DEVICE.field()
     range_include: "tuple[regex.Pattern, ...] | None" = RANGE_INCLUDE.field()
     range_exclude: "tuple[regex.Pattern, ...] | None" = RANGE_EXCLUDE.field()
@@ -91,15 +96,15 @@ MATCH_KEY = "Match Key"
 
 def match_key(key: str | None) -> str | None:
     """A merge key (``type|library|fields``, `` + ``-joined for merged pairs, or a kernel
-    name) without library segments and vendor prefixes, case-folded."""
+    name) without library segments, per-run PyTorch ids and vendor prefixes, case-folded."""
     if key is None:
         return None
-    return VENDOR.sub("", LIBRARY_SEGMENT.sub(r"\1\2||", key)).casefold()
+    return VENDOR.sub("", LIBRARY_SEGMENT.sub(r"\1\2||", without_run_ids(key, key=True) or "")).casefold()
 
 
 def operator_frame(inputs: Inputs, options: SumCompareOptions) -> Frame:
     """The ``ppu_op_sum`` frame of one report with the match key of every operator."""
-    frame = single_rule_frame(OP_SUM, extra_text=("OP Key",))(inputs, options)
+    frame = single_rule_frame(OP_SUM, extra_text=("OP Key",), run_free=("OP Name",))(inputs, options)
     frame[MATCH_KEY] = np.array([match_key(k) for k in frame["OP Key"].tolist()], dtype=object)
     return frame
 
@@ -148,6 +153,8 @@ OPERATOR_SUMMARY_COMPARE = comparison_rule(
     reads=OP_SUM.reads,
     requires=OP_SUM.requires,
     order=operator_order,
+    share="Total (ns)",
+    label="Target OP Name",
 )
 
 TYPE_CELLS = (
@@ -171,13 +178,15 @@ TYPE_SUMMARY_COMPARE = comparison_rule(
     help="The ppu_op_type_sum tables of the base and target reports, operator types matched by name; the "
          "Summary row (all types) first, then by the larger of the two time percentages, descending.",
     cells=TYPE_CELLS,
-    side_frame=single_rule_frame(TYPE_SUM),
+    side_frame=single_rule_frame(TYPE_SUM, run_free=("Top OP Name",)),
     keys=("OP Type",),
     sort="Percent (%)",
     options=TypeCompareOptions,
     reads=TYPE_SUM.reads,
     requires=TYPE_SUM.requires,
     first="Summary",
+    share="Total (ns)",
+    label="OP Type",
 )
 
 RULES = [OPERATOR_SUMMARY_COMPARE, TYPE_SUMMARY_COMPARE]

@@ -16,13 +16,14 @@ from asysstats.analysis.comparison import (
     single_rule_frame,
 )
 from asysstats.analysis.declarations import BASE as BASE_NAME
-from asysstats.analysis.declarations import DEVICE, HGTX_NAME, MANGLED, Options
+from asysstats.analysis.declarations import DEVICE, HGTX_NAME, MANGLED, ROWS, Options
 from asysstats.core.result import PAIR_INT, PAIR_PERCENT, PAIR_TEXT
 from asysstats.rulebook.pccl_desync import DESYNC_SUMMARY
 
 
 @dataclass(frozen=True)
 class CompareOptions(Options):
+    rows: int | None = ROWS.field()
     hgtx_name: bool = HGTX_NAME.field()
     base: bool = BASE_NAME.field()
     mangled: bool = MANGLED.field()
@@ -47,11 +48,13 @@ DESYNC_SUMMARY_COMPARE = comparison_rule(
     help="The pccl_desync_summary tables of the base and target reports, PCCL kernels matched by name; "
          "sorted by the larger of the two time percentages, descending.",
     cells=CELLS,
-    side_frame=single_rule_frame(DESYNC_SUMMARY),
+    side_frame=single_rule_frame(DESYNC_SUMMARY, run_free=("Kernel Name",)),  # hgtx-name: the range prefix
     keys=("Kernel Name",),
     sort="Time (%)",
     options=CompareOptions,
     reads=DESYNC_SUMMARY.reads,
+    share="Total Duration (ns)",
+    label="Target Kernel",
 )
 
 RULES = [DESYNC_SUMMARY_COMPARE]

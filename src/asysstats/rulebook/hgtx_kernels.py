@@ -22,6 +22,7 @@ from asysstats.analysis.declarations import (
     NO_GRAPH_MAPPING,
     RANGE_EXCLUDE,
     RANGE_INCLUDE,
+    ROWS,
     Option,
     Options,
     Rule,
@@ -58,6 +59,7 @@ READS = merged_reads(HGTX_READS, {"kernels": KERNEL_COLUMNS}, CORRELATE_READS)
 
 @dataclass(frozen=True)
 class TraceOptions(Options):
+    rows: int | None = ROWS.field()
     base: bool = BASE.field()
     mangled: bool = MANGLED.field()
     standalone: bool = STANDALONE.field()

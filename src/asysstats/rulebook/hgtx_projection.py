@@ -19,6 +19,7 @@ from asysstats.analysis.declarations import (
     RANGE_EXCLUDE,
     RANGE_INCLUDE,
     RANGE_MODE,
+    ROWS,
     Options,
     Rule,
     merged_reads,
@@ -30,6 +31,7 @@ from asysstats.compute.grouped import grouped_stats, share_percent
 from asysstats.compute.intervals import covered_length_by_group
 from asysstats.core.result import INT, PERCENT, TEXT, Column, Frame, Gathered
 from asysstats.core.tables import EventTable
+from asysstats.writing.format import rounded
 
 if TYPE_CHECKING:
     import regex
@@ -41,6 +43,7 @@ READS = merged_reads(HGTX_READS, ACTIVITY_READS, CORRELATE_READS)
 
 @dataclass(frozen=True)
 class TraceOptions(Options):
+    rows: int | None = ROWS.field()
     device: tuple[int, ...] | None = DEVICE.field()
     range_include: "tuple[regex.Pattern, ...] | None" = RANGE_INCLUDE.field()
     range_exclude: "tuple[regex.Pattern, ...] | None" = RANGE_EXCLUDE.field()
@@ -49,6 +52,7 @@ class TraceOptions(Options):
 
 @dataclass(frozen=True)
 class SumOptions(Options):
+    rows: int | None = ROWS.field()
     device: tuple[int, ...] | None = DEVICE.field()
     range_mode: str = RANGE_MODE.field()
     range_include: "tuple[regex.Pattern, ...] | None" = RANGE_INCLUDE.field()
@@ -92,7 +96,8 @@ def proj_sum(inputs: Inputs, options: SumOptions) -> Frame:
     ops = np.bincount(label, weights=proj.count, minlength=groups.count).astype(np.int64)
     range_time = np.bincount(label, weights=ranges["end"] - ranges["start"], minlength=groups.count)
     name, style = groups.keys
-    order = np.lexsort((inputs.strings.sort_rank(style), inputs.strings.sort_rank(name), -np.nan_to_num(in_use)))
+    printed, _ = rounded(in_use, 1)  # ranges whose printed In-Use ties go by name ascending (the reference)
+    order = np.lexsort((inputs.strings.sort_rank(style), inputs.strings.sort_rank(name), -printed))
     frame = {
         "Range": name, "Style": style, "In-Use (%)": in_use, "Proj Active Time (ns)": active,
         "Total Proj Time (ns)": stats["sum"], "Total Range Time (ns)": range_time.astype(np.int64),

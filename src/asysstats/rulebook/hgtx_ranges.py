@@ -37,6 +37,7 @@ class SumOptions(Options):
 
 @dataclass(frozen=True)
 class TraceOptions(Options):
+    rows: int | None = ROWS.field()
     range: "regex.Pattern | None" = RANGE.field()
 
 

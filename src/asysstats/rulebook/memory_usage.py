@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from asysstats.analysis.callstacks import chain_membership, group_labels, parse_groups
-from asysstats.analysis.declarations import Option, Options, Rule
+from asysstats.analysis.declarations import ROWS, Option, Options, Rule
 from asysstats.analysis.inputs import Inputs
 from asysstats.compute.grouped import group_by
 from asysstats.compute.keys import lookup, pair_key
@@ -32,12 +32,14 @@ DETAIL_MODE = Option("usage-mode", "choice", "'unreleased' allocations or 'all' 
 
 @dataclass(frozen=True)
 class SummaryOptions(Options):
+    rows: int | None = ROWS.field()
     usage_mode: str = SUMMARY_MODE.field()
     match_first_group: bool = FIRST_GROUP.field()
 
 
 @dataclass(frozen=True)
 class DetailOptions(Options):
+    rows: int | None = ROWS.field()
     usage_mode: str = DETAIL_MODE.field()
     match_first_group: bool = FIRST_GROUP.field()
 
@@ -157,6 +159,7 @@ SUMMARY = Rule(
     title="Device Memory Usage Summary",
     help="Device memory usage per process, device and call-stack group, in descending order. " + GROUPING_HELP,
     columns=SUMMARY_COLUMNS,
+    numbered=False,  # the reference's example header: PID,Device ID,Group List,Memory Usage,
     compute=usage_summary,
     reads=READS,
     options=SummaryOptions,

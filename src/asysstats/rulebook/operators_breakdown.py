@@ -30,6 +30,7 @@ from asysstats.analysis.declarations import (
 from asysstats.analysis.inputs import Inputs
 from asysstats.analysis.operators.analysis import READS, Analysis, analyse
 from asysstats.analysis.operators.common import (
+    ALL_COLUMNS,
     FLASH_MERGE,
     GEMM_MERGE,
     MOE_MERGE,
@@ -73,6 +74,7 @@ class KernelBreakdownOptions(Options):
     no_merge_moe_parameter: bool = MOE_MERGE.field()
     no_merge_pytorch_parameter: bool = PYTORCH_MERGE.field()
     no_merge_gemm_parameter: bool = GEMM_MERGE.field()
+    all_columns: bool = ALL_COLUMNS.field()
 
 
 @dataclass(frozen=True)
@@ -90,6 +92,7 @@ class BreakdownOptions(Options):
     no_merge_moe_parameter: bool = MOE_MERGE.field()
     no_merge_pytorch_parameter: bool = PYTORCH_MERGE.field()
     no_merge_gemm_parameter: bool = GEMM_MERGE.field()
+    all_columns: bool = ALL_COLUMNS.field()
 
 
 def level_keys(inputs: Inputs, level: dict[str, np.ndarray], how: str) -> tuple[np.ndarray, np.ndarray]:
@@ -133,8 +136,11 @@ def kernel_breakdown(inputs: Inputs, options: KernelBreakdownOptions) -> Frame:
     k_count = b.k["count"][k] if len(b.k["count"]) else np.zeros(len(k), np.int64)
     return {
         "OP Type": b.f["type"][f_of], "Framework OP": b.f["name"][f_of],
-        "Framework Time (%)": percent(b.f["time"], b.total)[f_of], "Library OP": b.l["name"][l_of],
+        "Framework Time (%)": percent(b.f["time"], b.total)[f_of],
+        "Framework Avg (ns)": (b.f["time"] / np.maximum(b.f["count"], 1))[f_of],
+        "Framework Instances": b.f["count"][f_of], "Library OP": b.l["name"][l_of],
         "Library Time (%)": percent(b.l["time"], b.total)[l_of],
+        "Library Avg (ns)": (b.l["time"] / np.maximum(b.l["count"], 1))[l_of], "Library Instances": b.l["count"][l_of],
         "Kernel Name": np.where(has, b.k["name"][k] if len(b.k["name"]) else -1, -1),
         "Kernel Time (%)": np.where(has, percent(k_time, b.total), np.nan),
         "Avg (ns)": np.where(has, k_time / np.maximum(k_count, 1), np.nan),
@@ -142,12 +148,25 @@ def kernel_breakdown(inputs: Inputs, options: KernelBreakdownOptions) -> Frame:
     }
 
 
+FRAMEWORK_AVG = Column("Framework Avg (ns)", INT, "Average duration of this framework operator (with all-columns)")
+FRAMEWORK_INSTANCES = Column("Framework Instances", INT, "Number of instances of this framework operator "
+                                                         "(with all-columns)")
+LIBRARY_AVG = Column("Library Avg (ns)", INT, "Average duration of this library operator")
+LIBRARY_INSTANCES = Column("Library Instances", INT, "Number of instances of this library operator")
+# The columns of the reference's column list that its example header leaves out: printed with all-columns.
+KERNEL_OPTIONAL = {c: "all_columns" for c in ("Framework Avg (ns)", "Framework Instances", "Library Avg (ns)",
+                                              "Library Instances")}
+OP_OPTIONAL = {c: "all_columns" for c in ("Framework Avg (ns)", "Framework Instances")}
+
 KERNEL_COLUMNS = (
     Column("OP Type", TEXT, "Operator type (of the row's top-level operator)"),
     Column("Framework OP", TEXT, "Framework layer operator name ('Native': none)"),
     Column("Framework Time (%)", PERCENT, "Framework operator time as a percentage of Total Time"),
+    FRAMEWORK_AVG, FRAMEWORK_INSTANCES,
     Column("Library OP", TEXT, "Compute library layer operator name ('Native': none; 'Idle': no child ran)"),
     Column("Library Time (%)", PERCENT, "Library operator time as a percentage of Total Time"),
+    Column(LIBRARY_AVG.name, INT, LIBRARY_AVG.help + " (with all-columns)"),
+    Column(LIBRARY_INSTANCES.name, INT, LIBRARY_INSTANCES.help + " (with all-columns)"),
     Column("Kernel Name", TEXT, "HGGC kernel name (memcpy / memset description; 'Idle': no kernel of the library "
                                 "operator ran)"),
     Column("Kernel Time (%)", PERCENT, "Kernel time as a percentage of Total Time"),
@@ -168,6 +187,7 @@ KERNEL_BREAKDOWN = Rule(
     requires=REQUIRES,
     options=KernelBreakdownOptions,
     share="Kernel Time (%)",
+    optional=KERNEL_OPTIONAL,
 )
 
 
@@ -210,12 +230,10 @@ OP_COLUMNS = (
     Column("OP Type", TEXT, "Operator type (of the row's top-level operator)"),
     Column("Framework OP", TEXT, "Framework layer operator name ('Native': none)"),
     Column("Framework Time (%)", PERCENT, "Framework operator time as a percentage of Total Time"),
-    Column("Framework Avg (ns)", INT, "Average duration of this framework operator"),
-    Column("Framework Instances", INT, "Number of instances of this framework operator"),
+    FRAMEWORK_AVG, FRAMEWORK_INSTANCES,
     Column("Library OP", TEXT, "Compute library layer operator name ('Native': none; 'Idle': no child ran)"),
     Column("Library Time (%)", PERCENT, "Library operator time as a percentage of Total Time"),
-    Column("Library Avg (ns)", INT, "Average duration of this library operator"),
-    Column("Library Instances", INT, "Number of instances of this library operator"),
+    LIBRARY_AVG, LIBRARY_INSTANCES,
     Column("Compute Util (%)", PERCENT, "Estimated PPU compute utilisation of the library operator"),
     Column("HBM Load Util (%)", PERCENT, "Estimated PPU HBM load utilisation of the library operator"),
     Column("HBM Store Util (%)", PERCENT, "Estimated PPU HBM store utilisation of the library operator"),
@@ -232,6 +250,7 @@ OP_BREAKDOWN = Rule(
     requires=REQUIRES,
     options=BreakdownOptions,
     share="Library Time (%)",
+    optional=OP_OPTIONAL,
 )
 
 RULES = [KERNEL_BREAKDOWN, OP_BREAKDOWN]

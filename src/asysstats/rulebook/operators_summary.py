@@ -92,7 +92,7 @@ def op_sum_frame(inputs: Inputs, options: SumOptions) -> Frame:
     s = groups.stats
     frame = {
         "OP Type": groups.keys[0], "Total Time (ns)": s["sum"],
-        "Percent (%)": share_percent(s["sum"], float(s["sum"].sum())), "Instances": s["count"],
+        "Percent (%)": share_percent(s["sum"], inst.total), "Instances": s["count"],
         "Avg (ns)": s["mean"], "Med (ns)": s["median"], "Min (ns)": s["min"], "Max (ns)": s["max"],
         "PPU Active Time (ns)": groups.active, "Active Percent (%)": ratio(groups.active, s["sum"]),
         "StdDev (ns)": s["std"], "Compute Util (%)": util["flops"], "HBM Load Util (%)": util["load"],
@@ -112,7 +112,8 @@ def op_sum_frame(inputs: Inputs, options: SumOptions) -> Frame:
 SUM_COLUMNS = (
     Column("OP Type", TEXT, "PPU operator type"),
     Column("Total Time (ns)", INT, "Total execution time of all instances of this operator"),
-    Column("Percent (%)", PERCENT, "The operator's 'Total Time' as a percentage of the total of all operators"),
+    Column("Percent (%)", PERCENT, "The operator's 'Total Time' as a percentage of the total of all operators "
+                                   "(of every type, also with op=)"),
     Column("Instances", INT, "Number of operator instances"),
     Column("Avg (ns)", INT, "Average execution time of this operator"),
     Column("Med (ns)", INT, "Median execution time of this operator"),
@@ -162,7 +163,7 @@ def type_sum_frame(inputs: Inputs, options: TypeSumOptions) -> Frame:
     grand = float(type_total.sum())
     frame = {
         "OP Type": np.r_[inputs.strings.intern(["Summary"]), kinds.keys[0]],
-        "Percent (%)": share_percent(np.r_[grand, type_total], grand),
+        "Percent (%)": share_percent(np.r_[grand, type_total], inst.total),
         "Avg (ns)": np.r_[grand / t.rows, kinds.stats["mean"]],
         "Total Time (ns)": np.r_[grand, type_total].astype(np.int64),
         "Instances": np.r_[t.rows, kinds.stats["count"]],
@@ -179,7 +180,7 @@ def type_sum_frame(inputs: Inputs, options: TypeSumOptions) -> Frame:
 
 TYPE_COLUMNS = (
     Column("OP Type", TEXT, "PPU operator type ('Summary': all types)"),
-    Column("Percent (%)", PERCENT, "Percentage of 'Total Time'"),
+    Column("Percent (%)", PERCENT, "Percentage of the 'Total Time' of all operators (of every type, also with op=)"),
     Column("Avg (ns)", INT, "Average duration of this operator type"),
     Column("Total Time (ns)", INT, "Total duration of all instances of this operator type"),
     Column("Instances", INT, "Number of instances of this operator type"),
@@ -193,8 +194,8 @@ TYPE_SUM = Rule(
     name="ppu_op_type_sum",
     title="PPU Operator Type Summary",
     help="PPU operator time per operator type, with the hotspot operator (longest total) of each type; the "
-         "first row, 'Summary', covers all types (its Top OP Percent is the top operator's share of its own "
-         "type, as in the reference). Sorted by total time descending.",
+         "first row, 'Summary', covers the types listed (its Top OP Percent is the top operator's share of its "
+         "own type, as in the reference). Sorted by total time descending.",
     columns=TYPE_COLUMNS,
     compute=type_sum_frame,
     reads=READS,

@@ -4,18 +4,22 @@ A communication is a connected set of chained-overlapping PCCL kernels of one na
 across all devices and processes (docs/decisions.md D21). Its duration runs from the first
 start to the last end; its overlap is the time all of its kernels run at once,
 ``max(0, min(end) - max(start))``; its desync rate is ``(duration - overlap) / duration``.
-Zero-length kernels never run and are ignored.
+Zero-length kernels never run and are ignored. With ``hgtx-name`` the range prefix of a
+PCCL annotation drops its per-rank fields (``r:``, ``b:``), so that the ranks of one
+communication share its name (a per-rank prefix would make every kernel a communication).
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 import numpy as np
 
-from asysstats.analysis.declarations import Rule, merged_reads, name_mode
+from asysstats.analysis.declarations import Option, Rule, merged_reads, name_mode
 from asysstats.analysis.inputs import Inputs
-from asysstats.analysis.names import demangle
+from asysstats.analysis.names import demangle, prefixed_ids
+from asysstats.analysis.pccl import without_rank_fields
 from asysstats.analysis.reads import KERNEL_COLUMNS, KERNEL_NAME_READS
 from asysstats.compute.distinct import distinct
 from asysstats.compute.grouped import group_by, grouped_stats, percentile_sorted, share_percent
@@ -42,12 +46,24 @@ def pccl_mask(pool: StringPool, kernels: EventTable) -> np.ndarray:
     return out
 
 
+def communication_names(inputs: Inputs, kernels: EventTable, options: KernelOptions) -> np.ndarray:
+    """Per kernel the name its communication is formed and shown by: the kernel name in the
+    name mode, with ``hgtx-name`` prefixed by the innermost range without per-rank fields."""
+    names = kernel_names(inputs, kernels, name_mode(options))
+    if not options.hgtx_name:
+        return names
+    from asysstats.analysis.launches import innermost_range_names  # HGTX ranges: the runs with hgtx-name only
+
+    ranges = inputs.strings.map_distinct(innermost_range_names(inputs, kernels), without_rank_fields)
+    return prefixed_ids(inputs.strings, ranges, names)
+
+
 def communications(inputs: Inputs, options: KernelOptions) -> EventTable:
     """One row per communication: start, end, overlap, rate (%), kernel statistics, name
     and the kernel that starts last (ties: higher device, then higher correlation id)."""
     kernels = on_devices(inputs.table("kernels", KERNEL_COLUMNS), options.device)
     kernels = kernels.take(pccl_mask(inputs.strings, kernels) & (kernels["end"] > kernels["start"]))
-    names = kernel_names(inputs, kernels, name_mode(options), options.hgtx_name)
+    names = communication_names(inputs, kernels, options)
     start, end = kernels["start"], kernels["end"]
     comp = overlap_components(names, start, end)
     groups = group_by([comp])
@@ -99,7 +115,7 @@ SUMMARY_COLUMNS = (
     Column("Count", INT, "Number of communications for this PCCL kernel"),
     Column("Desync Avg (%)", PERCENT, "Average desynchronisation rate of this PCCL kernel"),
     Column("Desync Med (%)", PERCENT, "Median desynchronisation rate of this PCCL kernel"),
-    Column("Desync P90 (%)", PERCENT, "90th percentile (nearest rank) of the desynchronisation rate"),
+    Column("Desync P90 (%)", PERCENT, "90th percentile (nearest rank) of the desynchronisation rate (with p90)"),
     Column("Desync Min (%)", PERCENT, "Minimum desynchronisation rate of this PCCL kernel"),
     Column("Desync Max (%)", PERCENT, "Maximum desynchronisation rate of this PCCL kernel"),
     Column("Desync StdDev (%)", PERCENT, "Population standard deviation of the desynchronisation rate"),
@@ -107,6 +123,15 @@ SUMMARY_COLUMNS = (
     Column("Total Overlap (ns)", INT, "Total overlap duration of all communications for this PCCL kernel"),
     Column("Kernel Name", TEXT, "Name of the PCCL kernel"),
 )
+
+
+P90 = Option("p90", "flag", "Add the column 'Desync P90 (%)' after 'Desync Med (%)' (not in the reference's table).",
+             False)
+
+
+@dataclass(frozen=True)
+class SummaryOptions(KernelOptions):
+    p90: bool = P90.field()
 
 
 def desync_summary(inputs: Inputs, options: KernelOptions) -> Frame:
@@ -146,8 +171,9 @@ DESYNC_SUMMARY = Rule(
     columns=SUMMARY_COLUMNS,
     compute=desync_summary,
     reads=READS,
-    options=KernelOptions,
+    options=SummaryOptions,
     share="Time (%)",
+    optional={"Desync P90 (%)": "p90"},
 )
 
 RULES = [DESYNC_TRACE, DESYNC_SUMMARY]

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import regex
 
-from asysstats.analysis.declarations import DEVICE, Option, Options, Rule
+from asysstats.analysis.declarations import DEVICE, ROWS, Option, Options, Rule
 from asysstats.analysis.inputs import Inputs
 from asysstats.analysis.launches import launch_rows, runtime_calls
 from asysstats.analysis.names import kernel_name_ids
@@ -45,6 +45,7 @@ READS = {"kernels": KERNEL_COLUMNS, "memcpy": ACTIVITY_COLUMNS, "memset": ACTIVI
 
 @dataclass(frozen=True)
 class BreakdownOptions(Options):
+    rows: int | None = ROWS.field()
     device: tuple[int, ...] | None = DEVICE.field()
     communication: "regex.Pattern | None" = COMMUNICATION_OPTION.field()
     linked_only: bool = LINKED_ONLY.field()

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from asysstats.analysis.activity import row_index
-from asysstats.analysis.declarations import DEVICE, Options, Rule
+from asysstats.analysis.declarations import DEVICE, ROWS, Options, Rule
 from asysstats.analysis.inputs import Inputs
 from asysstats.compute.grouped import share_percent
 from asysstats.compute.intervals import distinct_sorted, intersection_length, start_order_gaps, union_length
@@ -31,6 +31,7 @@ Intervals = tuple[np.ndarray, np.ndarray]
 
 @dataclass(frozen=True)
 class TimelineOptions(Options):
+    rows: int | None = ROWS.field()
     device: tuple[int, ...] | None = DEVICE.field()
 
 

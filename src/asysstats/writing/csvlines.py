@@ -40,7 +40,8 @@ class Piece(NamedTuple):
 
 
 def csv_lines(result: Result, parts: list[Segment], start: int, stop: int, decimals: int) -> memoryview:
-    """``Row#,<cells>,`` and a newline for each row in ``[start, stop)`` (``parts``:
+    """``Row#,<cells>,`` (no ``Row#`` for a result not ``numbered``) and a newline for each row
+    in ``[start, stop)`` (``parts``:
     :func:`~asysstats.writing.csvcodes.segments`)."""
     coded: list[Piece | None] = []
     values = []  # per row, or a coded segment's codes
@@ -60,7 +61,7 @@ def csv_lines(result: Result, parts: list[Segment], start: int, stop: int, decim
         if coded[-1] is not None:
             values[-1] = cast(np.ndarray, coded[-1].codes)  # piece_coding codes every row
     kinds = [segment.columns[0].kind for segment in parts]
-    columns = [Piece([row_numbers(start, stop)])]
+    columns = [Piece([row_numbers(start, stop)])] * result.numbered
     for (first, last), changed in run_groups(values, [p is None for p in coded]):
         if changed is not None:
             columns.append(run_cells(kinds[first:last], values[first:last], coded[first:last], changed,

@@ -14,7 +14,7 @@ import pyarrow.compute as pc
 from asysstats.compute.arrow import from_numpy, from_texts, quoted, text
 from asysstats.compute.distinct import distinct, sampled_values
 from asysstats.core.errors import escaped_control
-from asysstats.core.result import INT, PAIR_INNER, PERCENT, TEXT
+from asysstats.core.result import INT, PAIR_INNER, PERCENT, TEXT, Result
 from asysstats.core.strings import StringPool
 from asysstats.core.tables import NA
 
@@ -195,3 +195,22 @@ def typed_column(kind: str, values: np.ndarray | pa.Array, strings: StringPool, 
     typed = numbers.astype(object)
     typed[missing] = None
     return typed.tolist()
+
+
+def rows_as_records(result: Result, decimals: int = 1, pair_text: bool = False,
+                    rows: slice = slice(None)) -> list[dict[str, object]]:
+    """The ``rows`` as dicts of typed values (int, float, str, None for missing); a comparison
+    cell is a ``[base, target]`` list, or its ``base / target`` text with ``pair_text``."""
+    columns = []
+    for col in result.columns:
+        values = result.frame[col.name][rows]
+        inner = PAIR_INNER.get(col.kind)
+        if inner is None:
+            columns.append(typed_column(col.kind, values, result.strings, decimals))
+        elif pair_text:
+            columns.append(cells(col.kind, values, result.strings, decimals).to_pylist())
+        else:
+            sides = [typed_column(inner, side, result.strings, decimals) for side in pair_sides(values)]
+            columns.append([list(pair) for pair in zip(*sides)])
+    names = [c.name for c in result.columns]
+    return [dict(zip(names, row)) for row in zip(*columns)] if columns else []

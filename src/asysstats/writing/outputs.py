@@ -32,12 +32,26 @@ FILE = "file"
 class Destination:
     kind: str
     target: str = ""
+    key: str = ""  # what names the result among others of one stream (a JSON document's key)
+
+
+def output_kind(output: str | None) -> str:
+    """Whether ``output`` is the console, a command or files."""
+    if output in (None, "", "%", "-"):
+        return CONSOLE
+    return PIPE if output.startswith("@") else FILE
+
+
+def default_format(output: str | None) -> str:
+    """The format of an output without ``--format``: CSV for files, aligned columns for the
+    console and commands (streams a person usually reads: ``@less``)."""
+    return "csv" if output_kind(output) == FILE else "column"
 
 
 def destination(output: str | None, report: Path, rule: str, fmt: str, label: str = "") -> Destination:
     """Where ``output`` puts the result of ``rule`` on ``report`` (``label``: the report's, in
     a run that writes files for several, see :func:`report_labels`)."""
-    if output in (None, "", "%", "-"):
+    if output is None or output_kind(output) == CONSOLE:
         return Destination(CONSOLE)
     if output.startswith("@"):
         command = output[1:].strip()

@@ -6,12 +6,10 @@ Every writer formats cells from the column kinds; rules never format.
 
 from __future__ import annotations
 
-import io
 import os
-import re
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, Callable, Iterable, Iterator, TypeVar
+from typing import Callable, Iterable, Iterator, TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -19,21 +17,16 @@ import pyarrow.compute as pc
 from asysstats.compute.arrow import lines_bytes, text
 from asysstats.core.errors import AsysError
 from asysstats.core.memory import release_memory
-from asysstats.core.result import PAIR_INNER, PAIR_TEXT, TEXT, Result
+from asysstats.core.result import PAIR_TEXT, TEXT, Result
 from asysstats.writing.csvcodes import segments
 from asysstats.writing.csvlines import csv_lines, row_numbers
-from asysstats.writing.format import DASH, cells, pair_sides, texts, typed_column
+from asysstats.writing.format import cells, rows_as_records, texts  # noqa: F401  (rows_as_records: a public name)
 
 FORMATS = ("column", "csv", "json", "xlsx", "py")
 
 
 CHUNK_ROWS = 1 << 15  # the smallest piece of CSV formatted and written at a time (bounded memory)
 PIECES = 32  # a piece is a 32nd of the rows, from CHUNK_ROWS to 8 x CHUNK_ROWS: memory in proportion to the result
-XLSX_ROWS = 1 << 20  # the rows of a spreadsheet's sheet (Excel, LibreOffice), the header one of them
-XLSX_TEXT_CHARS = 32_767  # the characters of a spreadsheet's cell (Excel, LibreOffice)
-# what an OOXML string escapes: the characters XML 1.0 cannot hold, CR (XML reads it back as LF),
-# lone surrogates, and the '_' that starts a literal _xHHHH_
-NOT_IN_XML = re.compile(r"[\x00-\x08\x0b-\x1f\ud800-\udfff\ufffe\uffff]|_(?=x[0-9A-Fa-f]{4}_)")
 FORMATTERS = min(os.cpu_count() or 1, 2)  # pieces of CSV formatted at once (Arrow's kernels release the GIL)
 Piece = TypeVar("Piece")
 
@@ -59,8 +52,9 @@ def in_pieces(rows: int, make: Callable[[int, int], Piece], formatters: int = 1)
 
 
 def csv_parts(result: Result, decimals: int = 1) -> Iterator[bytes | memoryview]:
-    """Header ``Row#,<columns>,``; text always quoted, numbers never; each line ends with ','."""
-    yield (",".join(["Row#"] + [c.name for c in result.columns]) + ",\n").encode("utf-8")
+    """Header ``Row#,<columns>,`` (no ``Row#`` for a result not ``numbered``); text always quoted, numbers
+    never; each line ends with ','."""
+    yield (",".join(["Row#"] * result.numbered + [c.name for c in result.columns]) + ",\n").encode("utf-8")
     parts = segments(result, decimals)
     release_memory()  # what the rule freed: Arrow's allocator would keep it (the pieces reuse what they free)
     yield from in_pieces(result.rows, lambda start, stop: csv_lines(result, parts, start, stop, decimals), FORMATTERS)
@@ -78,12 +72,13 @@ def column_parts(result: Result, decimals: int = 1) -> Iterator[bytes | memoryvi
     """An aligned, human-readable table: numbers right-aligned, text left-aligned. A result of
     more than one piece of rows is formatted twice, a piece at a time: once for the widths of
     the columns, once for the lines (bounded memory, and no text array past Arrow's 2 GB)."""
-    names = ["Row#"] + [c.name for c in result.columns]
-    left = [False] + [c.kind in (TEXT, PAIR_TEXT) for c in result.columns]
+    names = ["Row#"] * result.numbered + [c.name for c in result.columns]
+    left = [False] * result.numbered + [c.kind in (TEXT, PAIR_TEXT) for c in result.columns]
 
     def piece_cells(start: int, stop: int) -> list[pa.Array]:
-        return [row_numbers(start, stop)] + [cells(c.kind, result.frame[c.name][start:stop], result.strings, decimals,
-                                                   console=True) for c in result.columns]
+        numbers = [row_numbers(start, stop)] * result.numbered
+        return numbers + [cells(c.kind, result.frame[c.name][start:stop], result.strings, decimals, console=True)
+                          for c in result.columns]
 
     def widths_of(arrays: list[pa.Array]) -> list[int]:
         return [pc.max(pc.utf8_length(array)).as_py() or 0 for array in arrays]
@@ -110,25 +105,6 @@ def column_parts(result: Result, decimals: int = 1) -> Iterator[bytes | memoryvi
         yield from map(lines, made)
 
 
-def rows_as_records(result: Result, decimals: int = 1, pair_text: bool = False,
-                    rows: slice = slice(None)) -> list[dict[str, object]]:
-    """The ``rows`` as dicts of typed values (int, float, str, None for missing); a comparison
-    cell is a ``[base, target]`` list, or its ``base / target`` text with ``pair_text``."""
-    columns = []
-    for col in result.columns:
-        values = result.frame[col.name][rows]
-        inner = PAIR_INNER.get(col.kind)
-        if inner is None:
-            columns.append(typed_column(col.kind, values, result.strings, decimals))
-        elif pair_text:
-            columns.append(cells(col.kind, values, result.strings, decimals).to_pylist())
-        else:
-            sides = [typed_column(inner, side, result.strings, decimals) for side in pair_sides(values)]
-            columns.append([list(pair) for pair in zip(*sides)])
-    names = [c.name for c in result.columns]
-    return [dict(zip(names, row)) for row in zip(*columns)] if columns else []
-
-
 def to_json(result: Result, decimals: int = 1) -> str:
     return b"".join(json_parts(result, decimals)).decode("utf-8")
 
@@ -152,83 +128,10 @@ def json_parts(result: Result, decimals: int = 1) -> Iterator[bytes | memoryview
 
 
 def to_xlsx(result: Result, decimals: int = 1) -> bytes:
-    """One sheet: typed cells, bold frozen header, autofilter, widths, a pie chart of the share
-    column. Written a piece of rows at a time (openpyxl's write-only sheet: no cell objects kept)."""
-    from openpyxl import Workbook
-    from openpyxl.cell import WriteOnlyCell
-    from openpyxl.chart import PieChart, Reference
-    from openpyxl.styles import Font
-    from openpyxl.utils import get_column_letter
+    """A workbook of one result (:func:`asysstats.writing.spreadsheets.workbook`)."""
+    from asysstats.writing.spreadsheets import workbook  # the runs that write XLSX only: start-up time
 
-    if result.rows >= XLSX_ROWS:
-        raise AsysError(f"--format xlsx: rule '{result.name}' has {result.rows:,} rows, more than a sheet holds "
-                        f"({XLSX_ROWS - 1:,} under its header); use csv, or rows=N")
-    book = Workbook(write_only=True)
-    sheet = book.create_sheet(result.name[:31])
-    names = ["Row#"] + [c.name for c in result.columns]
-    last = get_column_letter(len(names))
-    first = rows_as_records(result, decimals, pair_text=True, rows=slice(0, 200))
-    for index, name in enumerate(names, start=1):  # a write-only sheet takes its widths before its rows
-        longest = max([len(name)] + [len(str(r.get(name, ""))) for r in first])
-        sheet.column_dimensions[get_column_letter(index)].width = min(max(8, longest + 2), 60)
-    sheet.freeze_panes = "A2"
-    sheet.auto_filter.ref = f"A1:{last}{max(result.rows, 1) + 1}"
-    header = [WriteOnlyCell(sheet, name) for name in names]
-    for cell in header:
-        cell.font = Font(bold=True)
-    sheet.append(header)
-    try:
-        for start in range(0, result.rows, CHUNK_ROWS):
-            records = rows_as_records(result, decimals, pair_text=True, rows=slice(start, start + CHUNK_ROWS))
-            for number, record in enumerate(records, start=start + 1):
-                sheet.append([number] + [xlsx_cell(sheet, value, result.name, column)
-                                         for column, value in record.items()])
-    except AsysError:  # a text no cell holds: saved nowhere, which removes the sheet's temporary file
-        book.save(io.BytesIO())
-        raise
-    share = result.share
-    label = next((c.name for c in result.columns if c.kind == TEXT), None)
-    if share and label and result.rows and share in names:
-        chart = PieChart()
-        chart.title = f"{result.title}: {share}"
-        top = min(result.rows, 20) + 1
-        data = Reference(sheet, min_col=names.index(share) + 1, min_row=1, max_row=top)
-        labels = Reference(sheet, min_col=names.index(label) + 1, min_row=2, max_row=top)
-        chart.add_data(data, titles_from_data=True)
-        chart.set_categories(labels)
-        sheet.add_chart(chart, f"{get_column_letter(len(names) + 2)}2")
-    buffer = io.BytesIO()
-    book.save(buffer)
-    return buffer.getvalue()
-
-
-def xlsx_cell(sheet: Any, value: object, rule: str, column: str) -> object:
-    """A cell of an XLSX row: a number as it is; a missing cell ``-``; every text a text cell,
-    never a formula or an error value (``=1+2``, ``#N/A``), its characters unaltered where XML
-    holds them and escaped where it does not (:func:`ooxml_text`, docs/decisions.md D18)."""
-    if value is None:
-        return DASH
-    if not isinstance(value, str):
-        return value
-    text = ooxml_text(value)
-    if len(text) > XLSX_TEXT_CHARS:  # openpyxl would cut it silently
-        raise AsysError(f"--format xlsx: rule '{rule}': column '{column}' holds a text of {len(text):,} characters, "
-                        f"more than a spreadsheet cell holds ({XLSX_TEXT_CHARS:,}); use csv or json")
-    if not text.startswith(("=", "#")):  # openpyxl stores it as text
-        return text
-    from openpyxl.cell import WriteOnlyCell
-
-    cell = WriteOnlyCell(sheet, text)
-    cell.data_type = "s"  # not the formula or error value openpyxl infers from the first character
-    return cell
-
-
-def ooxml_text(text: str) -> str:
-    """``text`` as an OOXML string (ECMA-376 ST_Xstring) holds it: a character XML 1.0 cannot
-    hold (most C0 controls; CR, which XML reads back as LF) as ``_xHHHH_``, the escape Excel and
-    LibreOffice decode; a literal ``_xHHHH_`` has its ``_`` escaped (``_x005F_xHHHH_``), so
-    that it reads back as itself."""
-    return NOT_IN_XML.sub(lambda found: f"_x{ord(found[0]):04X}_", text)
+    return workbook([result], decimals)
 
 
 def to_lines(result: Result) -> str:

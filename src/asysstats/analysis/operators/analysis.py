@@ -15,6 +15,10 @@ operator claim each activity, strongest first:
 5. a framework range (PyTorch, framework-level MoE);
 6. ``others`` (kernels only, when ``op=`` lists it).
 
+Recognition and claims always use every operator type: ``op=`` filters the rules' rows
+afterwards (:meth:`Analysis.listed`), so that a filtered table's rows are those of the
+unfiltered table.
+
 A prefill FlashAttention range directly followed on its thread by a decode one (no launch
 in between) forms one operator with it unless
 ``no-merge-flash-attention-prefill-decode-operator``; the pair is keyed and named
@@ -35,7 +39,7 @@ from asysstats.analysis.hgtx import all_ranges
 from asysstats.analysis.inputs import Inputs
 from asysstats.analysis.launches import launch_rows, runtime_calls
 from asysstats.analysis.operators.activities import ACTIVITY_READS, load_activities, range_filter
-from asysstats.analysis.operators.catalog import FRAMEWORK, LIBRARY
+from asysstats.analysis.operators.catalog import FRAMEWORK, LIBRARY, OTHERS
 from asysstats.analysis.operators.common import AnalysisOptions
 from asysstats.analysis.operators.merge import joined_ids, parsed_ids
 from asysstats.analysis.operators.model import PEAK_READS, WORK_FIELDS, work_arrays, work_of
@@ -80,6 +84,11 @@ class Analysis:
     merged_into: np.ndarray
     types: TypeFilter
 
+    def listed(self, type_ids: np.ndarray) -> np.ndarray:
+        """Which of some operator type ids ``op=`` lists: every type without it; ``others`` only when named."""
+        names = sorted(self.types.allowed) + ([OTHERS] if self.types.others else [])
+        return np.isin(type_ids, self.inputs.strings.intern(names))
+
     def op(self, column: str, rows: np.ndarray) -> np.ndarray:
         """``column`` of the operator ranges ``rows``: a range column, else their text's."""
         if column in self.ops:
@@ -120,7 +129,8 @@ def analyse(inputs: Inputs, options: AnalysisOptions, mode: str = "demangled") -
 def analysed(inputs: Inputs, options: AnalysisOptions, mode: str) -> Analysis:
     inputs.require("kernels", "memcpy", "memset")
     rules = custom_rules(inputs.settings.ppu_op_config)
-    types = type_filter(options.op, rules)
+    types = type_filter(options.op, rules)  # what the rules list; every type is recognised
+    every_type = type_filter(None, rules)
     graph = not options.no_graph_mapping
     with inputs.transient():
         every = load_activities(inputs, options.device, mode)
@@ -128,9 +138,10 @@ def analysed(inputs: Inputs, options: AnalysisOptions, mode: str) -> Analysis:
         keep = range_filter(inputs, every, options, graph, launch)
         acts = every.take(keep)
         del every
-        ktype, kcustom = classify_kernels(inputs.strings, np.where(acts["kind"] == 0, acts["raw"], -1), rules, types)
+        ktype, kcustom = classify_kernels(inputs.strings, np.where(acts["kind"] == 0, acts["raw"], -1), rules,
+                                         every_type)
         acts = acts.with_columns(ktype=ktype, kcustom=kcustom)
-        ops, texts, parsed = operator_ranges(inputs, rules, types, options)
+        ops, texts, parsed = operator_ranges(inputs, rules, every_type, options)
         pairs = operator_pairs(inputs, ops, acts, graph, launch[keep])
         acts = EventTable({k: v for k, v in acts.items() if k != "graphNodeId"})  # read by the correlation only
         merged_into = np.arange(ops.rows)

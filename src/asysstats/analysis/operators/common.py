@@ -18,6 +18,9 @@ REQUIRES = ("kernels", "memcpy", "memset")
 OP = Option("op", "str_list",
             "PPU operator types to analyse, separated by '/': GEMM, FlashAttention, MoE, PCCL, PyTorch and the "
             "--ppu-op-config types; 'others' adds the kernels that no operator claims (default: all types).", None)
+ALL_COLUMNS = Option("all-columns", "flag",
+                     "Print every column of the reference's column list, also the framework (and library) averages "
+                     "and instances its example leaves out.", False)
 PREFILL_DECODE = Option("no-merge-flash-attention-prefill-decode-operator", "flag",
                         "Do not match and merge prefill and decode FlashAttention operators.", False)
 FLASH_MERGE = Option("no-merge-flash-attention-parameter", "flag",

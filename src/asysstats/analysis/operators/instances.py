@@ -5,7 +5,8 @@ Every analysed activity is claimed by at most one operator (the order of
 one per graph launch; a prefill+decode pair: one); an operator recognised from a kernel
 name, or an ``others`` kernel, is one kernel. An instance lasts from its first activity's start to its last activity's end; its
 PPU active time is the union of its activities. Instances with equal type and merge key
-form a group, shown with the name of its earliest instance.
+form a group, shown with the name of its earliest instance. Only the instances of the types
+``op=`` lists are kept; ``total`` is the time of all instances, what percentages are of.
 """
 
 from __future__ import annotations
@@ -59,11 +60,21 @@ class Instances:
     """``table``: one row per instance (``type``, ``key``, ``display``, ``opid``, ``start``,
     ``end``, ``active``, ``device``, ``pid``, ``source`` (range row or -1), work columns and
     ``field``);
-    ``act``: the claimed activities' rows of ``an.acts``; ``label``: their instance."""
+    ``act``: the claimed activities' rows of ``an.acts``; ``label``: their instance;
+    ``total``: the summed duration of the instances of every type, listed or not."""
 
     table: EventTable
     act: np.ndarray
     label: np.ndarray
+    total: float
+
+    def listed(self, keep: np.ndarray) -> "Instances":
+        """The instances ``keep`` marks, with their activities (``total`` unchanged)."""
+        if keep.all():
+            return self
+        number = np.cumsum(keep) - 1
+        claimed = keep[self.label]
+        return Instances(self.table.take(keep), self.act[claimed], number[self.label[claimed]], self.total)
 
 
 def flat_instances(an: Analysis) -> Instances:
@@ -87,11 +98,12 @@ def flat_instances(an: Analysis) -> Instances:
     def pick(column: str, fallback: np.ndarray) -> np.ndarray:
         return np.where(ranged, an.op(column, row), fallback) if operators else fallback
 
-    # A kernel recognised by its name inside a framework operator (a GEMM under aten::linear)
-    # is named and keyed by that operator, so that the same operator matches across vendors
-    # whose kernels differ.
+    # A kernel recognised by a built-in kernel-name type inside a framework operator (a GEMM
+    # under aten::linear) is named and keyed by that operator, so that the same operator
+    # matches across vendors whose kernels differ. A ``T=kernel:`` custom type keeps the
+    # kernel's name: the user chose those kernels by it (docs/operators.md).
     framework = an.by_claim[FRAMEWORK_CLAIM][kernel] if operators else np.full(n, -1)
-    inside = ~ranged & (framework >= 0) & (acts["ktype"][kernel] >= 0)
+    inside = ~ranged & (framework >= 0) & (acts["ktype"][kernel] >= 0) & ~acts["kcustom"][kernel]
 
     def named(column: str) -> np.ndarray:
         fallback = np.where(inside, an.op(column, np.maximum(framework, 0)), acts["raw"][kernel]) if operators \
@@ -106,7 +118,8 @@ def flat_instances(an: Analysis) -> Instances:
     for column in WORK_FIELDS:
         table[column] = pick(column, np.full(n, np.nan)).astype(np.float64)
     table["field"] = pick("field", np.full(n, DEFAULT_FIELD))
-    return Instances(EventTable(table), act, label)
+    every = Instances(EventTable(table), act, label, float((last_end - start[head]).sum()))
+    return every.listed(an.listed(table["type"]))
 
 
 @dataclass

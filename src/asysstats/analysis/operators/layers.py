@@ -15,11 +15,13 @@ has one instance per graph launch.
   inside an L instance, the time none of its activities runs (kernel layer).
 * Total Time = the sum of the top-level items (F instances, L instances without an F,
   kernels without both); every percentage is of it.
+* ``op=`` keeps the rows whose OP Type it lists (a top-level item and all below it); Total
+  Time stays that of every type, so that the rows kept are those of the unfiltered table.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -86,11 +88,22 @@ def at(values: np.ndarray, label: np.ndarray, fallback: np.ndarray | int) -> np.
 
 
 def breakdown(an: Analysis) -> Breakdown:
+    """The breakdown of the OP Types ``op=`` lists, its Total Time that of every type."""
+    acts = an.acts
+    kernels = (acts["ktype"] >= 0) | (an.types.others & (acts["kind"] == 0))
+    idx = np.flatnonzero((an.by_layer["F"] >= 0) | (an.by_layer["L"] >= 0) | kernels)
+    whole, top_type = layered(an, idx)
+    keep = an.listed(top_type)
+    if keep.all():
+        return whole
+    return replace(layered(an, idx[keep])[0], total=whole.total)
+
+
+def layered(an: Analysis, idx: np.ndarray) -> tuple[Breakdown, np.ndarray]:
+    """The breakdown of the activities ``idx``, and the OP Type (top-level type) of each."""
     acts, pool = an.acts, an.inputs.strings
     native_id, idle_id = pool.intern(["Native", "Idle"])
     kernel_type = np.where(acts["ktype"] >= 0, acts["ktype"], pool.intern([OTHERS])[0])
-    listed = (acts["ktype"] >= 0) | (an.types.others & (acts["kind"] == 0))
-    idx = np.flatnonzero((an.by_layer["F"] >= 0) | (an.by_layer["L"] >= 0) | listed)
     F, L = spans(an, idx, "F"), spans(an, idx, "L")
     s = acts["start"][idx]
     e = np.maximum(acts["end"][idx], s)
@@ -134,7 +147,7 @@ def breakdown(an: Analysis) -> Breakdown:
     k_items["display"] = k_items["name"]
     _, k = summarise(k_items, ("l", "name"))
     lib = {"group": lib_group, "row": L.row, "device": acts["deviceId"][idx][L.head], "span": L.end - L.start}
-    return Breakdown(f, l, k, lib, float(f_items["time"].sum()))
+    return Breakdown(f, l, k, lib, float(f_items["time"].sum())), f_type
 
 
 def summarise(items: dict[str, np.ndarray], keys: tuple[str, ...]) -> tuple[np.ndarray, dict[str, np.ndarray]]:

@@ -39,6 +39,10 @@ BLAS_FIELDS = ("kind", "transa", "transb", "m", "n", "k", "lda", "ldb", "ldc", "
 BLAS_KINDS = ("GemmEx", "Gemm", "GemmBatchedEx")
 LEADING = frozenset({"lda", "ldb", "ldc", "alpha", "beta"})
 TORCH_MINOR = frozenset({"seq", "op_id", "input_op_ids"})
+RUN_IDS = "|".join(sorted(TORCH_MINOR))  # the autograd ids a run numbers afresh: no two runs share them
+RUN_ID_VALUE = r"(?:-?\d+|\[[^\]]*\])(?!\w)"  # a number, or a list of (op_id, output) pairs
+RUN_ID_TEXT = re.compile(rf", (?:{RUN_IDS}) = {RUN_ID_VALUE}")  # in a range text
+RUN_ID_KEY = re.compile(rf",(?:{RUN_IDS})={RUN_ID_VALUE}")  # in a merge key (fields joined by ',')
 
 
 @dataclass(frozen=True)
@@ -81,6 +85,15 @@ def parse_pytorch(text: str) -> Parsed | None:
         return None
     return Parsed(PYTORCH, FRAMEWORK, FRAMEWORK_CLAIM, "PyTorch", text, (("op", pieces[0]), *fields), "pytorch",
                   TORCH_MINOR, {"op": pieces[0], "sizes": dict(fields).get("sizes")})
+
+
+def without_run_ids(text: str | None, key: bool = False) -> str | None:
+    """A PyTorch range text (or, with ``key``, a merge key) without the per-run autograd ids
+    ``seq``, ``op_id`` and ``input_op_ids``: the operator and its shapes, what two runs share
+    (``aten::mm, seq = 12, op_id = 345, sizes = [[8, 4]]`` -> ``aten::mm, sizes = [[8, 4]]``)."""
+    if text is None:
+        return None
+    return (RUN_ID_KEY if key else RUN_ID_TEXT).sub("", text)
 
 
 def shapes(sizes: str | None) -> list | None:

@@ -18,7 +18,7 @@ import pyarrow as pa
 import regex
 
 from asysstats.analysis.operators.catalog import BUILTIN_TYPES, FRAMEWORK, KERNEL_TYPES, OTHERS, PYTORCH
-from asysstats.analysis.operators.parsers import CUSTOM, Parsed, parse_builtin, parse_pytorch
+from asysstats.analysis.operators.parsers import CUSTOM, FRAMEWORK_CLAIM, Parsed, parse_builtin, parse_pytorch
 from asysstats.analysis.operators.torch_texts import torch_mask
 from asysstats.compute.arrow import from_numpy
 from asysstats.compute.distinct import distinct
@@ -40,8 +40,11 @@ class CustomRule:
 
 
 def custom_rules(config: tuple[tuple[str, str], ...]) -> tuple[CustomRule, ...]:
-    """Validated ``--ppu-op-config`` pairs (``Type``, ``kernel:<re>`` or ``hgtx:<re>``)."""
+    """Validated ``--ppu-op-config`` pairs (``Type``, ``kernel:<re>`` or ``hgtx:<re>``). Type
+    names are case-insensitive: a built-in type keeps its spelling (``Pytorch`` is ``PyTorch``),
+    a custom one the spelling of its first rule."""
     rules = []
+    spelling = {t.lower(): t for t in BUILTIN_TYPES}
     for name, value in config:
         where = f"--ppu-op-config {quoted(f'{name}={value}')}"
         source, colon, pattern = value.partition(":")
@@ -49,7 +52,8 @@ def custom_rules(config: tuple[tuple[str, str], ...]) -> tuple[CustomRule, ...]:
             raise AsysError(f"{where}: expected <Type>=kernel:<regex> or <Type>=hgtx:<regex>")
         if not pattern:
             raise AsysError(f"{where}: the regular expression is empty")
-        rules.append(CustomRule(name.strip(), source.strip().lower(), compile_user_regex(pattern, where)))
+        type_name = spelling.setdefault(name.strip().lower(), name.strip())
+        rules.append(CustomRule(type_name, source.strip().lower(), compile_user_regex(pattern, where)))
     return tuple(rules)
 
 
@@ -80,15 +84,20 @@ def type_filter(op: tuple[str, ...] | None, rules: tuple[CustomRule, ...]) -> Ty
 
 def recognise_text(canonical: str, bare: str, domain: str | None, rules: tuple[CustomRule, ...],
                    types: TypeFilter) -> Parsed | None:
-    """The operator of one range name (``canonical`` = ``domain:text``, ``bare`` = text)."""
+    """The operator of one range name (``canonical`` = ``domain:text``, ``bare`` = text). A
+    ``T=hgtx:`` range is a framework operator that claims before the library ranges, except
+    when T is the built-in framework type PyTorch: it then claims as the built-in PyTorch
+    ranges do (after library and kernel-name operators), so that the reference's own example
+    ``Pytorch=hgtx:aten`` leaves the GEMM and attention operators in place."""
     builtin = parse_builtin(canonical, bare, domain)
     for rule in rules:
         if rule.source == "hgtx" and search(rule.pattern, canonical, "--ppu-op-config"):
             if rule.type not in types:
                 return None
+            claim = FRAMEWORK_CLAIM if rule.type == PYTORCH else CUSTOM
             if builtin is None:
-                return Parsed(rule.type, FRAMEWORK, CUSTOM, rule.type, canonical, (("name", canonical),))
-            return replace(builtin, type=rule.type, layer=FRAMEWORK, claim=CUSTOM, library=rule.type)
+                return Parsed(rule.type, FRAMEWORK, claim, rule.type, canonical, (("name", canonical),))
+            return replace(builtin, type=rule.type, layer=FRAMEWORK, claim=claim, library=rule.type)
     return builtin if builtin is not None and builtin.type in types else None
 
 
