@@ -131,8 +131,40 @@ def test_several_results_make_one_workbook_a_sheet_each(pair_paths, op_paths):
     book = openpyxl.load_workbook(io.BytesIO(workbook(results + results[2:])))
     assert book.sheetnames == ["ppu_kernel_summary_compare", "ppu_kernel_summary_compa chart", "ppu_time_util_compare",
                                "ppu_time_util_compare chart", "hggc_ppu_kern_sum", "hggc_ppu_kern_sum chart",
-                               "hggc_ppu_kern_sum (2)", "hggc_ppu_kern_sum chart (2)", "chart data"]
+                               "hggc_ppu_kern_sum (2)", "hggc_ppu_kern_sum (2) chart", "chart data"]
     assert [len(chart._charts) for chart in book.chartsheets] == [1, 1, 1, 1]
+
+
+def sheet_rows(book, title: str) -> list[list[object]]:
+    return [[cell.value for cell in row] for row in book[title].iter_rows()]
+
+
+def test_an_output_naming_an_xlsx_file_is_one_workbook_of_the_run(op_paths, tmp_path):
+    (tmp_path / "out").mkdir()
+    book_path = tmp_path / "out" / "book.xlsx"
+    run = run_cli("stats", "-r", "hggc_ppu_kern_sum,ppu_op_type_sum", "--format", "xlsx", "-o", book_path, op_paths[0])
+    assert run.code == 0, run.err
+    assert [path.name for path in book_path.parent.iterdir()] == ["book.xlsx"]  # one file, no temporary left
+    book = openpyxl.load_workbook(book_path)
+    assert book.sheetnames == ["hggc_ppu_kern_sum", "hggc_ppu_kern_sum chart", "ppu_op_type_sum",
+                               "ppu_op_type_sum chart", "chart data"]
+    for rule in ("hggc_ppu_kern_sum", "ppu_op_type_sum"):  # each sheet as the rule's own workbook has it
+        assert sheet_rows(book, rule) == sheet_rows(xlsx(tmp_path, rule, op_paths[0]), rule)
+    header, summary = sheet_rows(book, "ppu_op_type_sum")[:2]
+    assert (summary[1], summary[header.index("Total Time (ns)")]) == ("Summary", 290)
+    again = run_cli("stats", "-r", "hggc_ppu_kern_sum", "--format", "xlsx", "-o", book_path, op_paths[0])
+    assert again.code == 2 and again.err == f"error: {book_path} exists; use -f true to overwrite it\n"
+
+
+def test_a_workbook_of_several_reports_names_each_sheet_by_its_report(op_paths, tmp_path):
+    odd = tmp_path / "run[1].asysrep"  # a character no sheet title may hold
+    odd.write_bytes(op_paths[1].read_bytes())
+    run = run_cli("stats", "-r", "hggc_ppu_kern_sum", "--format", "xlsx", "-o", tmp_path / "b.xlsx", op_paths[0], odd)
+    assert run.code == 0, run.err
+    names = openpyxl.load_workbook(tmp_path / "b.xlsx").sheetnames
+    label = op_paths[0].stem
+    assert names == [f"{label}_hggc_ppu_kern_sum"[:31], f"{label}_hggc_ppu_kern_sum"[:24] + " chart",
+                     "run_1__hggc_ppu_kern_sum", "run_1__hggc_ppu_kern_sum chart", "chart data"]
 
 
 BERT = (CORPUS / "kineto" / "tracelens_h100_bert.json.gz", CORPUS / "kineto" / "tracelens_mi300_bert.json.gz")

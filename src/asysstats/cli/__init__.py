@@ -30,7 +30,8 @@ FORMATS_HELP = """The following output formats are available (--format NAME[:rat
     csv     comma-separated values, text quoted, each line ending with ',' (the file default: -o . or <dir>/<prefix>)
     json    a list of row objects with typed values (null for '-'); several results to the console:
             one object of those lists, each under its rule's name (as its file would be named)
-    xlsx    spreadsheet, one sheet per rule, typed cells, a pie chart of the share column
+    xlsx    spreadsheet, one sheet per rule, typed cells, a chart of the share column;
+            -o <dir>/<name>.xlsx puts every rule of the run in that one workbook
     py      the generated script of ppu_op_unit_test
 
     ratio=.N%  decimals of percentage columns: %, .1% (default), .2% or .3%

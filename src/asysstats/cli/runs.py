@@ -22,6 +22,7 @@ from asysstats.core.files import check_output
 from asysstats.core.result import Result
 from asysstats.rulebook import find_rule
 from asysstats.writing.outputs import (
+    BOOK,
     CONSOLE,
     FILE,
     Destination,
@@ -117,6 +118,7 @@ def run_opened(opened: list[Report], rules: list[Rule[Any]], parsed: list[Option
     console = [fmt for (fmt, _), dests in zip(fmts, planned) for dest in dests if dest.kind == CONSOLE]
     document = JsonDocument() if len(console) > 1 and set(console) == {"json"} else None
     notes: list[str] = []  # data-quality notes, printed after the run
+    books: dict[str, list[tuple[str, Result, int]]] = {}  # each workbook's sheets, written after the run
     for rule, options, (fmt, decimals), dests in zip(rules, parsed, fmts, planned):
         runs: list[tuple[Report, Callable[[], Result]]]
         if rule.reports == 2:
@@ -135,6 +137,9 @@ def run_opened(opened: list[Report], rules: list[Rule[Any]], parsed: list[Option
                 click.echo(f"SKIPPED: {exc}", err=True)
                 continue
             notes += result.notes
+            if dest.kind == BOOK:
+                books.setdefault(dest.target, []).append((dest.key, result, decimals))
+                continue
             several = len(runs) > 1  # one output per report: headings name it
             shown = "column" if fmt == "xlsx" and dest.kind == CONSOLE else fmt
             brief = default_set and dest.kind == CONSOLE and shown == "column" and result.rows > SUMMARY_ROWS
@@ -150,11 +155,23 @@ def run_opened(opened: list[Report], rules: list[Rule[Any]], parsed: list[Option
                 deliver(f"\u2026 {result.rows - SUMMARY_ROWS} more rows: {more}\n", dest, force)
     if document is not None:
         deliver(document.end(), CONSOLE_DESTINATION, force)
+    for target, sheets in books.items():
+        write_workbook(target, sheets, force)
     for note in dict.fromkeys(notes):
         click.echo(f"note: {note}", err=True)
 
 
 CONSOLE_DESTINATION = Destination(CONSOLE)
+
+
+def write_workbook(target: str, sheets: list[tuple[str, Result, int]], force: bool) -> None:
+    """One XLSX file of a sheet per result, titled by the name its own file would have (in the
+    ratio format of the first)."""
+    from asysstats.writing.spreadsheets import workbook  # the runs that write XLSX only
+
+    titles, results, decimals = zip(*sheets)
+    with progress(f"writing {target}"):
+        deliver(workbook(list(results), decimals[0], list(titles)), Destination(FILE, target), force)
 
 
 class JsonDocument:
@@ -185,14 +202,18 @@ def destinations(opened: list[Report], rules: list[Rule[Any]], fmts: list[str], 
     labels = report_labels([report.path for report in opened])
     names = numbered_rules([rule.name for rule in rules], list(zip(outs, fmts)))
     planned, files = [], []
+    books: set[str] = set()  # workbooks: one file for all their results
     for rule, name, fmt, output in zip(rules, names, fmts, outs):
         reports = list(zip(opened, labels))[:1 if rule.reports == 2 else None]
         several = len(reports) > 1  # one output per report: file names name it
         found = [replace(destination(output, report.path, name, fmt, label if several else ""),
                          key="_".join(part for part in (label if several else "", name) if part))
                  for report, label in reports]
-        files += [(Path(dest.target), f"{rule.name} on {report.path}") for dest, (report, _) in zip(found, reports)
-                  if dest.kind == FILE]
+        for dest, (report, _) in zip(found, reports):
+            if dest.kind == FILE or dest.kind == BOOK and dest.target not in books:
+                files.append((Path(dest.target), f"{rule.name} on {report.path}"))
+            if dest.kind == BOOK:
+                books.add(dest.target)
         planned.append(found)
     distinct_files(files, read)
     for path, _ in files:

@@ -6,7 +6,8 @@ as ``<report stem>_<rule>.<ext>``; anything else is ``<dir>/<prefix>`` and write
 files' names (``<dir>/<prefix>_<label>_<rule>.<ext>``): its stem, or, for reports of the same
 stem, the stem after the fewest folders that tell them apart (``rank0/report.sqlite`` ->
 ``rank0_report``). A rule asked for more than once with the same output and format numbers
-its files (``<rule>_<n>``: its n-th request). Two results that would still go to one file,
+its files (``<rule>_<n>``: its n-th request). An output naming an ``.xlsx`` file
+(``-o out/book.xlsx``) with the xlsx format is one workbook of a sheet per result. Two results that would still go to one file,
 or a result that would go to a report being read, are an error before any work. Existing
 files are kept unless overwriting is forced.
 """
@@ -26,6 +27,7 @@ from asysstats.core.files import write_each, write_output
 CONSOLE = "console"
 PIPE = "pipe"
 FILE = "file"
+BOOK = "workbook"  # an XLSX file that holds a sheet per result bound for it (``-o book.xlsx``)
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,8 @@ def destination(output: str | None, report: Path, rule: str, fmt: str, label: st
     folder = Path(directory or ".")
     if not folder.is_dir():
         raise AsysError(f"--output {output}: directory {folder} does not exist")
+    if fmt == "xlsx" and prefix.lower().endswith(".xlsx"):  # one workbook: a sheet per result
+        return Destination(BOOK, str(folder / prefix))
     name = "_".join(part for part in (prefix, label, rule) if part)
     return Destination(FILE, str(folder / f"{name}.{fmt}"))
 

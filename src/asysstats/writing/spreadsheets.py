@@ -36,6 +36,7 @@ PIE_ROWS = 20  # slices of a pie
 CHANGE_ROWS = 10  # bars of the largest changes
 LABEL_CHARS = 40  # of a chart label
 SHEET_CHARS = 31  # of a sheet's title (Excel)
+NOT_IN_TITLES = re.compile(r"[\[\]:*?/\\]")  # characters Excel refuses in a sheet title
 WIDTH_SAMPLE = 200  # rows whose cells give the columns' widths
 CHART_DATA = "chart data"
 CHART_SIZE = (9_144_000, 6_096_000)  # EMU of a chart sheet's chart: 24 x 16 cm, as a spreadsheet draws one
@@ -156,7 +157,9 @@ def chart_of(result: Result, decimals: int) -> Chart | None:
 
 
 def unique_title(wanted: str, taken: set[str]) -> str:
-    """A sheet title of at most 31 characters that no other sheet of the workbook has."""
+    """A sheet title of at most 31 characters that no other sheet of the workbook has, without
+    the characters a title cannot hold (``[]:*?/\\``, from a report's file name)."""
+    wanted = NOT_IN_TITLES.sub("_", wanted)
     title, number = wanted[:SHEET_CHARS], 1
     while title.lower() in taken:
         number += 1
@@ -238,9 +241,9 @@ def draw_charts(book: Any, charts: list[tuple[Any, Chart]]) -> None:
         drawn.anchor = AbsoluteAnchor(pos=XDRPoint2D(0, 0), ext=XDRPositiveSize2D(*CHART_SIZE))  # not 0 x 0
 
 
-def workbook(results: Sequence[Result], decimals: int = 1) -> bytes:
-    """One workbook: a sheet per result (titled by its rule, told apart when two share a
-    title), each followed by its chart sheet when it has a chart."""
+def workbook(results: Sequence[Result], decimals: int = 1, titles: Sequence[str] | None = None) -> bytes:
+    """One workbook: a sheet per result (titled by its rule, or its ``titles``, told apart when
+    two share a title), each followed by its chart sheet when it has a chart."""
     from openpyxl import Workbook
 
     for result in results:
@@ -251,11 +254,12 @@ def workbook(results: Sequence[Result], decimals: int = 1) -> bytes:
     taken: set[str] = {CHART_DATA}
     charts = []
     try:
-        for result in results:
-            write_sheet(book, unique_title(result.name, taken), result, decimals)
+        for result, wanted in zip(results, titles or [result.name for result in results]):
+            title = unique_title(wanted, taken)
+            write_sheet(book, title, result, decimals)
             chart = chart_of(result, decimals)
             if chart is not None:
-                charts.append((book.create_chartsheet(unique_title(f"{result.name[:24]} chart", taken)), chart))
+                charts.append((book.create_chartsheet(unique_title(f"{title[:24]} chart", taken)), chart))
         draw_charts(book, charts)
     except AsysError:  # a text no cell holds: saved nowhere, which removes the sheets' temporary files
         book.save(io.BytesIO())
