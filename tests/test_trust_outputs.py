@@ -194,6 +194,12 @@ def test_a_file_that_appears_while_writing_is_kept_and_the_run_fails(tmp_path):
     assert target.read_text() == "forced\n" and listing(tmp_path) == ["out.csv"]
 
 
+def umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def test_without_hard_links_creation_stays_exclusive(tmp_path, monkeypatch):
     def no_links(*args):
         raise OSError(errno.EPERM, "Operation not permitted")
@@ -201,7 +207,7 @@ def test_without_hard_links_creation_stays_exclusive(tmp_path, monkeypatch):
     monkeypatch.setattr(os, "link", no_links)
     target = tmp_path / "out.csv"
     write_output(target, [b"a\n", b"b\n"], force=False)
-    assert target.read_text() == "a\nb\n" and oct(target.stat().st_mode & 0o777) == oct(0o666 & ~files.current_umask())
+    assert target.read_text() == "a\nb\n" and oct(target.stat().st_mode & 0o777) == oct(0o666 & ~umask())
     target.unlink()
 
     def parts():
@@ -342,10 +348,14 @@ def test_a_read_only_folder_is_refused_before_the_work_and_while_writing(tmp_pat
                    f"cannot write {tmp_path}/p_{KERN_SUM}.csv: its folder {tmp_path} is not writable")
     monkeypatch.setattr(os, "access", real_access)
 
-    def read_only(*args, **kwargs):
-        raise OSError(errno.EROFS, os.strerror(errno.EROFS))
+    real_open = os.open
 
-    monkeypatch.setattr(tempfile, "mkstemp", read_only)  # the file system turned read-only mid-run
+    def read_only(path, *args, **kwargs):
+        if Path(path).parent == tmp_path:
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS))
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", read_only)  # the file system turned read-only mid-run
     one_line_error(run_cli("stats", "-r", KERN_SUM, "--format", "csv", "-o", tmp_path / "p", report),
                    f"cannot write {tmp_path}/p_{KERN_SUM}.csv: Read-only file system")
     assert listing(tmp_path) == ["in"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import errno
 import os
 import re
+import secrets
 import shutil
 import stat
 import tempfile
@@ -28,6 +29,7 @@ MARKER = "asysstats"
 TEMPORARY = re.compile(rf"\..*\.{MARKER}-(?P<pid>[0-9]{{1,10}})-[a-z0-9_]+\.tmp", re.DOTALL)
 PRIVATE_FOLDER = re.compile(rf"{MARKER}-(?P<pid>[0-9]{{1,10}})-[a-z0-9_]+")
 STALE_AFTER_S = 3600  # untouched that long, and its owner gone: left by a dead run
+TEMPORARY_TRIES = 100  # names drawn before giving up (each of 2^32 is rarely taken)
 NAME_CHARS = 100  # of the target's name in its temporary's (a long name stays under the 255 bytes of a name)
 NO_HARD_LINKS = (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK, errno.ENOSYS)
 swept: set[Path] = set()  # the folders swept by this process: once each
@@ -84,20 +86,25 @@ def write_atomically(path: Path, data: bytes | Iterable[bytes | memoryview], for
 @contextmanager
 def temporary_beside(path: Path) -> Iterator[Path]:
     """A new, empty, marked temporary file in ``path``'s folder, with the permissions a new
-    file gets (mkstemp's are private); removed on leaving unless :func:`publish` moved it.
+    file gets from the umask; removed on leaving unless :func:`publish` moved it. Its name is
+    chosen before the file is made, so that a signal between the two leaves nothing behind.
     Stale temporaries of dead runs in that folder are removed first."""
     sweep_stale(path.parent, TEMPORARY)
-    handle, name = tempfile.mkstemp(prefix=f".{path.name[:NAME_CHARS]}.{MARKER}-{os.getpid()}-", suffix=".tmp",
-                                    dir=path.parent)
-    temp = Path(name)
-    try:
+    for _ in range(TEMPORARY_TRIES):
+        temp = path.parent / f".{path.name[:NAME_CHARS]}.{MARKER}-{os.getpid()}-{secrets.token_hex(4)}.tmp"
+        ours = True  # unless the name turns out to be taken
         try:
-            os.fchmod(handle, 0o666 & ~current_umask())
+            try:
+                os.close(os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+            except FileExistsError:
+                ours = False
+                continue
+            yield temp
+            return
         finally:
-            os.close(handle)
-        yield temp
-    finally:
-        temp.unlink(missing_ok=True)
+            if ours:
+                temp.unlink(missing_ok=True)
+    raise FileExistsError(errno.EEXIST, f"no free temporary name beside {path}")
 
 
 def publish(temp: Path, path: Path, force: bool) -> None:
@@ -194,9 +201,3 @@ def write_each(write: Callable[[bytes | memoryview], object], parts: Iterable[by
             pending = writer.submit(write, part)
         if pending is not None:
             pending.result()
-
-
-def current_umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
