@@ -237,7 +237,7 @@ def test_missing_tables_name_the_profiler_option(tmp_path):
 
 @pytest.mark.parametrize("content, words", [
     (b'{"traceEvents": [{"ph": "X", "cat": "kernel", "ts": 1', "unreadable JSON trace"),
-    (gzip.compress(b"not json at all"), "unreadable JSON trace"),
+    (gzip.compress(b"not json at all", mtime=0), "unreadable JSON trace"),
     (b'{"schemaVersion": 1}', "without a traceEvents array"),
     (b'{"a": [{"b": 1}], "c": 2}', "without a traceEvents array"),
     (b'{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": "soon", "dur": 1}]}', "trace event 1"),
