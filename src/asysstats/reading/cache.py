@@ -234,8 +234,8 @@ class ColumnCache:
         whether both were written."""
         try:
             self._remove(target)
-            with temporary_beside(target) as temp:
-                with pa.OSFile(str(temp), "wb") as sink, pa.ipc.new_file(sink, frame.schema) as writer:
+            with temporary_beside(target) as temp:  # written by appending: not truncated (temporary_beside)
+                with pa.OSFile(str(temp), "ab") as sink, pa.ipc.new_file(sink, frame.schema) as writer:
                     writer.write_table(frame)
                 with pa.memory_map(str(temp)) as written:
                     vouch = json.dumps(self._sum(table, column, written.read_buffer())).encode()
