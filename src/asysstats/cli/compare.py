@@ -22,9 +22,9 @@ from asysstats.analysis.declarations import Options, Rule
 from asysstats.api.comparing import DEFAULT_COMPARE, Comparison, compare_reports, default_rules
 from asysstats.api.reports import open
 from asysstats.core.errors import AsysError, quoted
-from asysstats.core.files import check_output, write_output
+from asysstats.core.files import write_output
 from asysstats.core.result import Result
-from asysstats.writing.outputs import destination, distinct_files, report_labels
+from asysstats.writing.outputs import check_files, destination, report_labels
 from asysstats.writing.writers import csv_parts
 
 # Rule -> (column whose rows add up to its total, what the total is). The operator type
@@ -47,9 +47,7 @@ def output_files(output: str | None, base: str, target: str, rules: list[str], f
     none is a report compared, none is there without ``force``."""
     prefix = output if output else "_vs_".join(report_labels([Path(base), Path(target)]))
     files = {rule: Path(destination(prefix, Path(base), rule, "csv").target) for rule in rules}
-    distinct_files([(path, rule) for rule, path in files.items()], [Path(base), Path(target)])
-    for path in files.values():
-        check_output(path, force)
+    check_files([(path, rule) for rule, path in files.items()], [Path(base), Path(target)], force)
     return files
 
 

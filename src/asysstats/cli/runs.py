@@ -18,7 +18,6 @@ from asysstats.api.reports import Report, open
 from asysstats.cli.arguments import RuleRequest, format_items, output_items, parse_format
 from asysstats.cli.progress import progress
 from asysstats.core.errors import AsysError, MissingData
-from asysstats.core.files import check_output
 from asysstats.core.result import Result
 from asysstats.rulebook import find_rule
 from asysstats.writing.outputs import (
@@ -26,10 +25,10 @@ from asysstats.writing.outputs import (
     CONSOLE,
     FILE,
     Destination,
+    check_files,
     default_format,
     deliver,
     destination,
-    distinct_files,
     numbered_rules,
     report_labels,
 )
@@ -215,7 +214,5 @@ def destinations(opened: list[Report], rules: list[Rule[Any]], fmts: list[str], 
             if dest.kind == BOOK:
                 books.add(dest.target)
         planned.append(found)
-    distinct_files(files, read)
-    for path, _ in files:
-        check_output(path, force)
+    check_files(files, read, force)
     return planned

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Hashable, Iterable, Sequence
 
 from asysstats.core.errors import AsysError, OutputClosed
-from asysstats.core.files import write_each, write_output
+from asysstats.core.files import check_output, write_each, write_output
 
 CONSOLE = "console"
 PIPE = "pipe"
@@ -101,6 +101,14 @@ def numbered_rules(rules: Sequence[str], keys: Sequence[Hashable]) -> list[str]:
         seen[rule] += 1
         names.append(f"{rule}_{seen[rule]}" if requests[rule, key] > 1 else rule)
     return names
+
+
+def check_files(files: Sequence[tuple[Path, str]], reports: Sequence[Path], force: bool) -> None:
+    """The files a run will write, checked before any work: distinct (:func:`distinct_files`),
+    and each writable (:func:`~asysstats.core.files.check_output`)."""
+    distinct_files(files, reports)
+    for path, _ in files:
+        check_output(path, force)
 
 
 def distinct_files(files: Sequence[tuple[Path, str]], reports: Sequence[Path]) -> None:
