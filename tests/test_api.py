@@ -53,10 +53,11 @@ def test_a_table_holds_the_values_the_cli_prints_as_json(rule, sample):
     for column in columns:
         got = table[column.name].to_pylist()
         want = [row[column.name] for row in printed]
-        if column.kind in ("percent", "ratio", "decimal"):
-            got = [None if v is None or math.isnan(v) else round(v + 0.0, 1) for v in got]
-            want = [None if v is None else round(v, 1) for v in want]
-            assert all(g == w or abs(g - w) <= 0.1 for g, w in zip(got, want)), column.name  # half-up vs repr
+        if column.kind in ("percent", "ratio", "decimal", "figure"):
+            places = 3 if column.kind == "figure" else 1
+            got = [None if v is None or math.isnan(v) else round(v + 0.0, places) for v in got]
+            want = [None if v is None else round(v, places) for v in want]
+            assert all(g == w or abs(g - w) <= 10 ** -places for g, w in zip(got, want)), column.name  # half-up
         else:
             assert got == want, column.name
 

@@ -202,8 +202,9 @@ def test_two_ranks_top_changes_are_of_operators_of_both(tmp_path):
     changes = summary_block(lines, "Top regressions")[1:] + summary_block(lines, "Top improvements")[1:]
     assert len(changes) == 6 and not any(" 0.00 ms -> " in line or "-> 0.00 ms" in line for line in changes)
     added, removed = summary_block(lines, "Added operators"), summary_block(lines, "Removed operators")
-    assert added[0] == "Added operators (in the target only): 118, 223.39 ms in all"
-    assert removed[0] == "Removed operators (in the base only): 131, 188.37 ms in all"
+    # operators match by their recorded shapes and data types: a few differ in types across the ranks
+    assert added[0] == "Added operators (in the target only): 123, 223.41 ms in all"
+    assert removed[0] == "Removed operators (in the base only): 134, 188.37 ms in all"
     assert removed[1].startswith("  130.61 ms  [PCCL] c10d::alltoall_base_")
 
 

@@ -9,6 +9,7 @@ import json
 import pytest
 
 from asysstats.analysis.inputs import Inputs
+from asysstats.analysis.operators.parsers import without_run_ids
 from asysstats.analysis.operators import analysis
 from asysstats.analysis.operators.common import AnalysisOptions
 from asysstats.api.running import run_rule
@@ -98,7 +99,7 @@ def test_utilisations_are_those_of_each_report(op_paths):
     singles = []
     for path in op_paths:
         single = rows_as_records(run_rule(OP_SUM, OP_SUM.parse_options({}), Inputs(open_report(path))))
-        singles.append({row["OP Name"]: row["Compute Util (%)"] for row in single})
+        singles.append({without_run_ids(row["OP Name"]): row["Compute Util (%)"] for row in single})
     names = [(row["Base OP Name"], row["Target OP Name"]) for row in json.loads(run.out)]
     assert pairs == [[singles[0].get(b), singles[1].get(t)] for b, t in names]
     assert pairs[0][0] > 0 and pairs[0][1] > 0

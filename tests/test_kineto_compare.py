@@ -26,11 +26,16 @@ def test_every_operator_matches_across_vendors():
     assert all(" / -" not in r["Percent (%)"] and not r["Percent (%)"].startswith("- /") for r in table)
     assert all(r["Base OP Name"] == r["Target OP Name"] for r in table)
     gemm = [r for r in table if r["OP Type"] == "GEMM"]
+    bf16 = "types = ['c10::BFloat16', 'c10::BFloat16', 'c10::BFloat16']"
     assert sorted(r["Base OP Name"] for r in gemm) == [
-        "aten::linear, sizes = [[1, 141, 2048], [512, 2048], [512]]",
-        "aten::linear, sizes = [[1, 141, 512], [2048, 512], [2048]]",
-        "aten::linear, sizes = [[1, 141, 512], [30522, 512], [30522]]",
-        "aten::linear, sizes = [[1, 141, 512], [512, 512], [512]]",
+        f"aten::linear, sizes = [[1, 141, 2048], [512, 2048], [512]], {bf16}, "
+        "strides = [[288768, 2048, 1], [2048, 1], [1]], concrete = ['', '', '']",
+        f"aten::linear, sizes = [[1, 141, 512], [2048, 512], [2048]], {bf16}, "
+        "strides = [[72192, 512, 1], [512, 1], [1]], concrete = ['', '', '']",
+        f"aten::linear, sizes = [[1, 141, 512], [30522, 512], [30522]], {bf16}, "
+        "strides = [[72192, 512, 1], [512, 1], [1]], concrete = ['', '', '']",
+        f"aten::linear, sizes = [[1, 141, 512], [512, 512], [512]], {bf16}, "
+        "strides = [[72192, 512, 1], [512, 1], [1]], concrete = ['', '', '']",
     ]
     assert gemm[0]["Device Name"] == "NVIDIA H100 80GB HBM3 / AMD Instinct MI300X VF"
     attention = [r for r in table if r["OP Type"] == "FlashAttention"]

@@ -86,7 +86,7 @@ def test_op_filter_and_unknown_device(writer):
         f'3,"MoE","{MOE}",100.0,95975,1,"Native",5.2,5000,1,"-","-","-",',
         f'4,"MoE","{MOE}",100.0,95975,1,"Idle",4.7,4505,1,"-","-","-",',
     ]
-    assert run.err.count("no peak figures for PPU device 0 (Mystery Accelerator 9000)") == 1
+    assert run.err.count("no peak figures for device 0 (Mystery Accelerator 9000)") == 1
 
 
 def test_kernel_idle_inside_a_library_operator(writer):

@@ -65,7 +65,8 @@ def test_annotation_formats(text, domain, kind, key):
 
 
 @pytest.mark.parametrize("text", ["ExpressionEvaluator::evaluate", "GpuLower::Lower::IndexCompute::IndexCompute",
-                                  "{'mod': 'torch.nn.functional', 'op': 'relu'}", "[prof_range]: iter 7",
+                                  "{'traceMarker': ['net.py:34'], 'funcStack': '/<module>/Net::forward'}",
+                                  "{'mod': 'numpy', 'op': 'relu', 'args': []}", "[prof_range]: iter 7",
                                   "[UNKNOWNLIB] --format=a,b"])
 def test_other_ranges_are_not_operators(text):
     assert parse(text) is None
@@ -113,9 +114,11 @@ def test_work_model():
 
 
 @pytest.mark.parametrize("name, model, bf16, bandwidth", [
-    ("NVIDIA H100 80GB HBM3", "NVIDIA H100 SXM", 989e12, 3.35e12), ("NVIDIA H100 PCIe", "NVIDIA H100 PCIe", 756e12, 2e12),
-    ("NVIDIA H200", "NVIDIA H200", 989e12, 4.8e12), ("NVIDIA H20", "NVIDIA H20", 148e12, 4e12),
-    ("NVIDIA A100-SXM4-40GB", "NVIDIA A100 40GB", 312e12, 1.555e12), ("NVIDIA A100 80GB PCIe", "NVIDIA A100", 312e12, 2e12),
+    ("NVIDIA H100 80GB HBM3", "NVIDIA H100 SXM", 989.4e12, 3.35e12),
+    ("NVIDIA H100 PCIe", "NVIDIA H100 PCIe", 756.5e12, 2e12),
+    ("NVIDIA H200", "NVIDIA H200", 989.4e12, 4.8e12), ("NVIDIA H20", "NVIDIA H20", 148e12, 4e12),
+    ("NVIDIA A100-SXM4-40GB", "NVIDIA A100 40GB", 312e12, 1.555e12),
+    ("NVIDIA A100 80GB PCIe", "NVIDIA A100 80GB PCIe", 312e12, 1.935e12),
     ("PPU-ZW810E", "PPU-ZW810E", 139e12, 2.7648e12), ("ZW-M890P", "ZW-M890P", 430e12, 2.7e12),
 ])
 def test_device_catalogue(name, model, bf16, bandwidth):

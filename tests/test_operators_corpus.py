@@ -10,7 +10,7 @@ import pytest
 from conftest import NSYS_CORPUS, corpus_params, fingerprint, run_cli
 
 RULES = ("ppu_op_sum", "moe_op_sum", "ppu_op_trace", "ppu_op_type_sum", "ppu_op_kernel_breakdown", "ppu_op_breakdown",
-         "ppu_op_unit_test")
+         "ppu_op_unit_test", "ppu_op_roofline")
 SAMPLE = Path(__file__).resolve().parents[1] / "examples" / "sample.asysrep"
 
 

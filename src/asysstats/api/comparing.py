@@ -21,7 +21,7 @@ from asysstats.rulebook import REGISTRY, find_rule
 O = TypeVar("O", bound=Options)
 DEFAULT_COMPARE = ("ppu_operator_type_summary_compare", "ppu_time_util_compare", "ppu_operator_summary_compare",
                    "ppu_operator_kernel_breakdown_compare", "pccl_desync_summary_compare",
-                   "ppu_kernel_summary_compare")
+                   "ppu_kernel_summary_compare", "ppu_operator_roofline_compare")
 
 
 @dataclass

@@ -26,14 +26,21 @@ INT = "int"          # ns, bytes, counts, ids; floats are truncated toward zero
 PERCENT = "percent"  # one decimal (the --format ratio unit changes the decimals)
 RATIO = "ratio"      # one decimal
 DECIMAL = "decimal"  # a measured value, one decimal
+FIGURE = "figure"    # a modelled or derived figure (GFLOPs, TFLOP/s, TB/s), three decimals
 TEXT = "text"        # quoted; string ids are resolved through the report's string pool
 # Comparison cells (docs/decisions.md D5): an (n, 2) array of base and target values, each side
 # formatted with the inner kind and joined as "base / target"; a missing side prints "-".
 PAIR_INT = "pair_int"
 PAIR_PERCENT = "pair_percent"
+PAIR_FIGURE = "pair_figure"
 PAIR_TEXT = "pair_text"  # text values (str or None), never string ids: the sides have different pools
-PAIR_INNER = {PAIR_INT: INT, PAIR_PERCENT: PERCENT, PAIR_TEXT: TEXT}
-COLUMN_KINDS = (INT, PERCENT, RATIO, DECIMAL, TEXT) + tuple(PAIR_INNER)
+PAIR_INNER = {PAIR_INT: INT, PAIR_PERCENT: PERCENT, PAIR_FIGURE: FIGURE, PAIR_TEXT: TEXT}
+COLUMN_KINDS = (INT, PERCENT, RATIO, DECIMAL, FIGURE, TEXT) + tuple(PAIR_INNER)
+
+
+def decimal_places(kind: str, percent_places: int) -> int:
+    """The printed decimals of a numeric kind other than INT (percentages: as asked)."""
+    return percent_places if kind == PERCENT else 3 if kind == FIGURE else 1
 
 # A computed table before it is shaped into a result: column name -> numpy array (or an Arrow
 # string array, or a column gathered a slice at a time: asysstats.core.result.Gathered).

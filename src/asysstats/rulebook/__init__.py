@@ -91,7 +91,9 @@ RULE_MODULES = {
     "operators_trace": ("ppu_op_trace",),
     "operators_breakdown": ("ppu_op_kernel_breakdown", "ppu_op_breakdown"),
     "operators_unit_test": ("ppu_op_unit_test",),
-    "compare_operators": ("ppu_operator_summary_compare", "ppu_operator_type_summary_compare"),
+    "operators_roofline": ("ppu_op_roofline",),
+    "compare_operators": ("ppu_operator_summary_compare", "ppu_operator_type_summary_compare",
+                          "ppu_operator_roofline_compare"),
     "compare_breakdown": ("ppu_operator_kernel_breakdown_compare", "ppu_operator_breakdown_compare"),
 }
 

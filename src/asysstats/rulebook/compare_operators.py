@@ -1,5 +1,6 @@
-"""``ppu_operator_summary_compare`` and ``ppu_operator_type_summary_compare``: the
-``ppu_op_sum`` and ``ppu_op_type_sum`` tables of two reports.
+"""``ppu_operator_summary_compare``, ``ppu_operator_type_summary_compare`` and
+``ppu_operator_roofline_compare``: the ``ppu_op_sum``, ``ppu_op_type_sum`` and
+``ppu_op_roofline`` tables of two reports.
 
 Operators match by type and merged parameters: the merge key of ``ppu_op_sum`` without
 its library segment and without the per-run PyTorch ids (``seq``, ``op_id``,
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -26,13 +27,14 @@ from asysstats.analysis.comparison import (
     MATCHED_ONLY,
     TARGET,
     TOP,
+    SideFrame,
     comparison_rule,
     pair,
     ratio,
     side,
     single_rule_frame,
 )
-from asysstats.analysis.declarations import DEVICE, NO_GRAPH_MAPPING, RANGE_EXCLUDE, RANGE_INCLUDE, ROWS, Options
+from asysstats.analysis.declarations import DEVICE, NO_GRAPH_MAPPING, RANGE_EXCLUDE, RANGE_INCLUDE, ROWS, Options, Rule
 from asysstats.analysis.inputs import Inputs
 from asysstats.analysis.operators.common import (
     FLASH_MERGE,
@@ -45,7 +47,8 @@ from asysstats.analysis.operators.common import (
     order_by,
 )
 from asysstats.analysis.operators.parsers import without_run_ids
-from asysstats.core.result import PAIR_INT, PAIR_PERCENT, PAIR_TEXT, Frame
+from asysstats.core.result import PAIR_FIGURE, PAIR_INT, PAIR_PERCENT, PAIR_TEXT, Frame
+from asysstats.rulebook.operators_roofline import OP_ROOFLINE, ROOFLINE_ORDER
 from asysstats.rulebook.operators_summary import OP_SUM, SUM_ORDER, TYPE_SUM
 
 if TYPE_CHECKING:
@@ -102,10 +105,15 @@ def match_key(key: str | None) -> str | None:
     return VENDOR.sub("", LIBRARY_SEGMENT.sub(r"\1\2||", without_run_ids(key, key=True) or "")).casefold()
 
 
-def operator_frame(inputs: Inputs, options: SumCompareOptions) -> Frame:
-    """The ``ppu_op_sum`` frame of one report with the match key of every operator."""
-    frame = single_rule_frame(OP_SUM, extra_text=("OP Key",), run_free=("OP Name",))(inputs, options)
-    frame[MATCH_KEY] = np.array([match_key(k) for k in frame["OP Key"].tolist()], dtype=object)
+def keyed_frame(rule: Rule[Any]) -> SideFrame:
+    """A side frame of ``rule`` (whose frame holds ``OP Key``) with the match key of every row."""
+    side_frame = single_rule_frame(rule, extra_text=("OP Key",), run_free=("OP Name",))
+
+    def frame(inputs: Inputs, options: Options) -> Frame:
+        out = side_frame(inputs, options)
+        out[MATCH_KEY] = np.array([match_key(k) for k in out["OP Key"].tolist()], dtype=object)
+        return out
+
     return frame
 
 
@@ -146,7 +154,7 @@ OPERATOR_SUMMARY_COMPARE = comparison_rule(
          "(library and vendor prefixes ignored); sorted by the larger of the two time percentages, descending "
          "(order-by: another column's larger side; name and type ascending).",
     cells=OPERATOR_CELLS,
-    side_frame=operator_frame,
+    side_frame=keyed_frame(OP_SUM),
     keys=("OP Type", MATCH_KEY),
     sort="Percent (%)",
     options=SumCompareOptions,
@@ -189,4 +197,63 @@ TYPE_SUMMARY_COMPARE = comparison_rule(
     label="OP Type",
 )
 
-RULES = [OPERATOR_SUMMARY_COMPARE, TYPE_SUMMARY_COMPARE]
+
+
+@dataclass(frozen=True)
+class RooflineCompareOptions(Options):
+    rows: int | None = ROWS.field()
+    device: tuple[int, ...] | None = DEVICE.field()
+    range_include: "tuple[regex.Pattern, ...] | None" = RANGE_INCLUDE.field()
+    range_exclude: "tuple[regex.Pattern, ...] | None" = RANGE_EXCLUDE.field()
+    op: tuple[str, ...] | None = OP.field()
+    order_by: str = order_by(ROOFLINE_ORDER, "time", "|".join(ROOFLINE_ORDER)).field()
+    no_graph_mapping: bool = NO_GRAPH_MAPPING.field()
+    matched_only: bool = MATCHED_ONLY.field()
+
+
+def roofline_order(options: RooflineCompareOptions) -> tuple[str | None, tuple[str, ...]]:
+    """Default: the larger kernel time; ``order-by`` another numeric column: its larger side; ``name`` ascending."""
+    if options.order_by == "name":
+        return None, ("OP Name", "OP Type")
+    return ROOFLINE_ORDER[options.order_by], ("OP Name",)
+
+
+ROOFLINE_CELLS = (
+    DEVICE_CELL, TYPE_CELL,
+    pair("Instances", "Instances", PAIR_INT, "Instances that launched device work"),
+    pair("Kernel Time (ns)", "Kernel Time (ns)", PAIR_INT, "Total kernel time of the instances"),
+    ratio("Kernel Time Ratio", "Kernel Time (ns)", "Target kernel time compared to base"),
+    pair("Avg Kernel Time (ns)", "Avg Kernel Time (ns)", PAIR_INT, "Average kernel time of an instance"),
+    pair("GFLOPs", "GFLOPs", PAIR_FIGURE, "Modelled FLOPs of one instance, in 10^9"),
+    pair("Data Moved (MB)", "Data Moved (MB)", PAIR_FIGURE, "Modelled bytes of one instance, in 10^6"),
+    pair("TFLOP/s", "TFLOP/s", PAIR_FIGURE, "Achieved compute rate"),
+    ratio("TFLOP/s Ratio", "TFLOP/s", "Target compute rate compared to base"),
+    pair("TB/s", "TB/s", PAIR_FIGURE, "Achieved bandwidth"),
+    ratio("TB/s Ratio", "TB/s", "Target bandwidth compared to base"),
+    pair("Compute Peak (%)", "Compute Peak (%)", PAIR_PERCENT, "Achieved compute rate as a share of the peak"),
+    pair("Memory Peak (%)", "Memory Peak (%)", PAIR_PERCENT, "Achieved bandwidth as a share of the peak"),
+    pair("Bound", "Bound", PAIR_TEXT, "compute- or memory-bound at the operator's intensity"),
+    side("Base OP Name", "OP Name", BASE, "Name of the operator in the base report"),
+    side("Target OP Name", "OP Name", TARGET, "Name of the operator in the target report"),
+)
+
+ROOFLINE_COMPARE = comparison_rule(
+    name="ppu_operator_roofline_compare",
+    title="PPU Operator Roofline Comparison",
+    help="The ppu_op_roofline tables of the base and target reports side by side (achieved TFLOP/s and TB/s, "
+         "their share of each device's peaks), operators matched by type and shapes as in "
+         "ppu_operator_summary_compare; sorted by the larger kernel time, descending (order-by: another column's "
+         "larger side; name ascending).",
+    cells=ROOFLINE_CELLS,
+    side_frame=keyed_frame(OP_ROOFLINE),
+    keys=("OP Type", MATCH_KEY),
+    sort="Kernel Time (ns)",
+    options=RooflineCompareOptions,
+    reads=OP_ROOFLINE.reads,
+    requires=OP_ROOFLINE.requires,
+    order=roofline_order,
+    share="Kernel Time (ns)",
+    label="Target OP Name",
+)
+
+RULES = [OPERATOR_SUMMARY_COMPARE, TYPE_SUMMARY_COMPARE, ROOFLINE_COMPARE]

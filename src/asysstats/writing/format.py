@@ -14,7 +14,7 @@ import pyarrow.compute as pc
 from asysstats.compute.arrow import from_numpy, from_texts, quoted, text
 from asysstats.compute.distinct import distinct, sampled_values
 from asysstats.core.errors import escaped_control
-from asysstats.core.result import INT, PAIR_INNER, PERCENT, TEXT, Result
+from asysstats.core.result import INT, PAIR_INNER, TEXT, Result, decimal_places
 from asysstats.core.strings import StringPool
 from asysstats.core.tables import NA
 
@@ -81,7 +81,7 @@ def cells(kind: str, values: np.ndarray | pa.Array, strings: StringPool, decimal
         return text_cells(values, strings, csv, console)
     if kind == INT:
         return integer_cells(*as_integers(values), csv)
-    places = decimals if kind == PERCENT else 1
+    places = decimal_places(kind, decimals)
     units, missing = rounded(values, places)
     return filled(decimal_text(units, places), missing, MISSING_CELL[csv])
 
@@ -189,7 +189,7 @@ def typed_column(kind: str, values: np.ndarray | pa.Array, strings: StringPool, 
     if kind == INT:
         numbers, missing = as_integers(values)
     else:
-        places = decimals if kind == PERCENT else 1
+        places = decimal_places(kind, decimals)
         units, missing = rounded(values, places)
         numbers = units / 10 ** places
     typed = numbers.astype(object)

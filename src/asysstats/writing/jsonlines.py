@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 
 from asysstats.compute.arrow import from_numpy, from_texts, text, text_bytes
 from asysstats.compute.distinct import distinct
-from asysstats.core.result import INT, PAIR_INNER, PERCENT, TEXT, Result
+from asysstats.core.result import INT, PAIR_INNER, TEXT, Result, decimal_places
 from asysstats.core.strings import StringPool
 from asysstats.writing.format import as_integers, decimal_text, filled, integer_text, pair_sides, rounded, texts
 
@@ -48,7 +48,7 @@ def literals(kind: str, values: np.ndarray | pa.Array, strings: StringPool, deci
     if kind == INT:
         ints, missing = as_integers(values)
         return filled(integer_text(ints), missing, NULL)
-    places = decimals if kind == PERCENT else 1
+    places = decimal_places(kind, decimals)
     units, missing = rounded(values, places)
     return filled(float_text(units, places), missing, NULL)
 

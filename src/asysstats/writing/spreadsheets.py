@@ -21,7 +21,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from asysstats.core.errors import AsysError
-from asysstats.core.result import DECIMAL, INT, PAIR_INNER, PAIR_TEXT, PERCENT, RATIO, TEXT, Column, Result
+from asysstats.core.result import DECIMAL, FIGURE, INT, PAIR_INNER, PAIR_TEXT, PERCENT, RATIO, TEXT, Column, Result
 from asysstats.writing.format import DASH, pair_sides, rows_as_records, typed_column
 
 XLSX_ROWS = 1 << 20  # the rows of a spreadsheet's sheet (Excel, LibreOffice), the header one of them
@@ -81,7 +81,7 @@ def number_formats(decimals: int) -> dict[str, str]:
     """The number format of each numeric kind: thousands separators, one decimal (``decimals``
     for percentages, as ``csv:ratio=.N%`` asks)."""
     places = "0." + "0" * decimals if decimals > 0 else "0"
-    return {INT: "#,##0", PERCENT: places, RATIO: "0.0", DECIMAL: "#,##0.0"}
+    return {INT: "#,##0", PERCENT: places, RATIO: "0.0", DECIMAL: "#,##0.0", FIGURE: "#,##0.000"}
 
 
 def row_values(result: Result, columns: list[SheetColumn], rows: slice, decimals: int) -> list[list[object]]:
@@ -104,9 +104,10 @@ def row_values(result: Result, columns: list[SheetColumn], rows: slice, decimals
 def short_label(name: object) -> str:
     """A legend's form of a name: without ``void``, anonymous namespaces and the namespaces
     before the function's own name (``void at::native::(anonymous namespace)::add<float>(...)``
-    -> ``add<float>(...)``), then at most :data:`LABEL_CHARS` characters (``...`` ending)."""
+    -> ``add<float>(...)``; an operator's fields after its name: ``aten::mm, sizes = ...`` ->
+    ``mm, sizes = ...``), then at most :data:`LABEL_CHARS` characters (``...`` ending)."""
     text = LABEL_NOISE.sub("", DASH if name is None else str(name))
-    cut = min([at for at in (text.find("<"), text.find("(")) if at >= 0] + [len(text)])
+    cut = min([at for at in (text.find("<"), text.find("("), text.find(", ")) if at >= 0] + [len(text)])
     text = text[:cut].rsplit("::", 1)[-1] + text[cut:]
     return text if len(text) <= LABEL_CHARS else text[:LABEL_CHARS - 3] + "..."
 

@@ -42,7 +42,7 @@ from asysstats.analysis.operators.activities import ACTIVITY_READS, load_activit
 from asysstats.analysis.operators.catalog import FRAMEWORK, LIBRARY, OTHERS
 from asysstats.analysis.operators.common import AnalysisOptions
 from asysstats.analysis.operators.merge import joined_ids, parsed_ids
-from asysstats.analysis.operators.model import PEAK_READS, WORK_FIELDS, work_arrays, work_of
+from asysstats.analysis.operators.model import PEAK_READS, WORK_FIELDS, text_work
 from asysstats.analysis.operators.parsers import CUSTOM, FRAMEWORK_CLAIM, LIBRARY_CLAIM
 from asysstats.analysis.operators.recognise import (
     Recognised,
@@ -155,13 +155,11 @@ def operator_ranges(inputs: Inputs, rules: tuple, types: TypeFilter,
                     options: AnalysisOptions) -> tuple[EventTable, EventTable, Recognised]:
     """Every range with its ``entry`` (-1: no operator), and per recognised text its
     ``parsed`` index, ``type``/``key``/``display`` ids, ``layer``, ``claim`` class and work
-    columns (library and custom operators only: a framework operator rarely holds the
-    kernels its parameters describe)."""
+    columns with their ``model`` and ``dtype`` (:func:`asysstats.analysis.operators.model.text_work`)."""
     ranges = all_ranges(inputs)
     entry, parsed = recognise_ranges(inputs.strings, ranges, rules, types)
     texts = parsed_ids(inputs.strings, parsed, options)
-    texts.update(work_arrays(parsed.column(lambda p: work_of(p) if p.claim != FRAMEWORK_CLAIM else None, None,
-                                           object)))
+    texts.update(text_work(inputs.strings, parsed))
     texts["layer"] = parsed.column(lambda p: p.layer, FRAMEWORK, np.int64)
     texts["claim"] = parsed.column(lambda p: p.claim, FRAMEWORK_CLAIM, np.int64)
     texts["parsed"] = np.arange(len(parsed))

@@ -1,10 +1,16 @@
 """Fixed tables of the operator analysis: types, libraries, kernel names, data types, devices.
 
-Device figures are dense (no sparsity) peak FLOP/s per data type and HBM bytes/s. PPU
+Device figures are per device as the report lists it: dense (no sparsity) peak FLOP/s per
+data type (``fp32`` is the non-tensor FP32 vector rate, also used for vector operators) and
+memory bytes/s; NaN where the device has no such rate (V100 bf16) or no public figure. PPU
 figures are worked back from the utilisations printed in the rule reference (asys-cli.md,
-Devices); PPU-ZW810 and PPU-ZW610 are estimates. NVIDIA figures are the vendors' data
-sheets. ``--device-spec FILE`` adds entries (JSON, see :func:`read_device_spec`) that are
-tried before the built-in ones.
+Devices); PPU-ZW810 and PPU-ZW610 are estimates. NVIDIA and AMD figures are the vendors'
+data sheets and architecture white papers (sparse-only figures halved; an MI250/MI250X
+device is one of the module's two dies, so half the module's figures); H20 has no public
+data sheet and is marked an estimate. The sources are listed in docs/operators.md. Entries
+are tried in order, so a specific pattern (``H100.*NVL``) precedes a general one
+(``H100``). ``--device-spec FILE`` adds entries (JSON, see :func:`read_device_spec`) that
+are tried before the built-in ones.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from asysstats.core.regexes import MATCH_TIMEOUT_S, compile_user_regex
 GEMM, FLASH_ATTENTION, MOE, PCCL, PYTORCH, OTHERS = "GEMM", "FlashAttention", "MoE", "PCCL", "PyTorch", "others"
 BUILTIN_TYPES = (GEMM, FLASH_ATTENTION, MOE, PCCL, PYTORCH)
 FRAMEWORK, LIBRARY = 0, 1  # operator layers of the breakdown rules (kernels are the third)
+MARKER = 2  # the layer of pyprof markers: modelled (ppu_op_roofline), in no breakdown
 
 # ``[LIB] --format=...`` ranges: library name (lower case) -> operator type.
 LIBRARIES = {"acblas": GEMM, "cublas": GEMM, "deepgemm": GEMM, "fmha": FLASH_ATTENTION, "mla": FLASH_ATTENTION,
@@ -83,28 +90,76 @@ class DeviceSpec:
 
 T, TB = 1e12, 1e12
 BUILTIN_DEVICES = (
+    # PPU: kept as they are (the reference's example outputs depend on these figures).
     DeviceSpec(r"ZW810E", "PPU-ZW810E", 2.7648 * TB, bf16=139 * T, fp16=139 * T, fp32=34.75 * T, int8=278 * T),
     DeviceSpec(r"M890P", "ZW-M890P", 2.7 * TB, bf16=430 * T, fp16=430 * T),
     DeviceSpec(r"ZW810", "PPU-ZW810", 2.7648 * TB, bf16=139 * T, fp16=139 * T, fp32=34.75 * T, int8=278 * T,
                estimate=True),
     DeviceSpec(r"ZW610", "PPU-ZW610", 1.6 * TB, bf16=70 * T, fp16=70 * T, fp32=17.5 * T, int8=140 * T, estimate=True),
-    DeviceSpec(r"B200", "NVIDIA B200", 8.0 * TB, bf16=2250 * T, fp16=2250 * T, fp32=80 * T, fp8=4500 * T,
+    # NVIDIA Blackwell (GB200 before B200, which its name contains)
+    DeviceSpec(r"GB200", "NVIDIA GB200", 8.0 * TB, bf16=2500 * T, fp16=2500 * T, fp32=80 * T, fp8=5000 * T,
+               int8=5000 * T),
+    DeviceSpec(r"B200", "NVIDIA B200", 8.0 * TB, bf16=2250 * T, fp16=2250 * T, fp32=75 * T, fp8=4500 * T,
                int8=4500 * T),
-    DeviceSpec(r"H200", "NVIDIA H200", 4.8 * TB, bf16=989 * T, fp16=989 * T, fp32=67 * T, fp8=1979 * T, int8=1979 * T),
-    DeviceSpec(r"H20\b", "NVIDIA H20", 4.0 * TB, bf16=148 * T, fp16=148 * T, fp32=44 * T, fp8=296 * T, int8=296 * T),
-    DeviceSpec(r"H100.*PCIe", "NVIDIA H100 PCIe", 2.0 * TB, bf16=756 * T, fp16=756 * T, fp32=51 * T, fp8=1513 * T,
-               int8=1513 * T),
-    DeviceSpec(r"H100|H800", "NVIDIA H100 SXM", 3.35 * TB, bf16=989 * T, fp16=989 * T, fp32=67 * T, fp8=1979 * T,
-               int8=1979 * T),
-    DeviceSpec(r"A100.*40GB", "NVIDIA A100 40GB", 1.555 * TB, bf16=312 * T, fp16=312 * T, fp32=19.5 * T, int8=624 * T),
-    DeviceSpec(r"A100|A800", "NVIDIA A100", 2.0 * TB, bf16=312 * T, fp16=312 * T, fp32=19.5 * T, int8=624 * T),
-    DeviceSpec(r"L40S", "NVIDIA L40S", 0.864 * TB, bf16=362 * T, fp16=362 * T, fp32=91.6 * T, fp8=733 * T,
-               int8=733 * T),
-    DeviceSpec(r"\bL4\b", "NVIDIA L4", 0.3 * TB, bf16=121 * T, fp16=121 * T, fp32=30.3 * T, fp8=242 * T, int8=242 * T),
+    # NVIDIA Hopper (GH200 before H200, which its name contains; NVL and PCIe before SXM)
+    DeviceSpec(r"GH200.*(144G|HBM3e)", "NVIDIA GH200 (144GB HBM3e)", 4.9 * TB, bf16=989.4 * T, fp16=989.4 * T,
+               fp32=66.9 * T, fp8=1978.9 * T, int8=1978.9 * T),
+    DeviceSpec(r"GH200", "NVIDIA GH200 (96GB HBM3)", 4.0 * TB, bf16=989.4 * T, fp16=989.4 * T, fp32=66.9 * T,
+               fp8=1978.9 * T, int8=1978.9 * T),
+    DeviceSpec(r"H200.*NVL", "NVIDIA H200 NVL", 4.8 * TB, bf16=835.5 * T, fp16=835.5 * T, fp32=60 * T,
+               fp8=1670.5 * T, int8=1670.5 * T),
+    DeviceSpec(r"H200", "NVIDIA H200", 4.8 * TB, bf16=989.4 * T, fp16=989.4 * T, fp32=66.9 * T, fp8=1978.9 * T,
+               int8=1978.9 * T),
+    DeviceSpec(r"H20\b", "NVIDIA H20", 4.0 * TB, bf16=148 * T, fp16=148 * T, fp32=44 * T, fp8=296 * T, int8=296 * T,
+               estimate=True),
+    DeviceSpec(r"H100.*NVL", "NVIDIA H100 NVL", 3.9 * TB, bf16=835.5 * T, fp16=835.5 * T, fp32=60 * T,
+               fp8=1670.5 * T, int8=1670.5 * T),
+    DeviceSpec(r"H[18]00.*PCIe", "NVIDIA H100 PCIe", 2.0 * TB, bf16=756.5 * T, fp16=756.5 * T, fp32=51 * T,
+               fp8=1513 * T, int8=1513 * T),
+    DeviceSpec(r"H100|H800", "NVIDIA H100 SXM", 3.35 * TB, bf16=989.4 * T, fp16=989.4 * T, fp32=66.9 * T,
+               fp8=1978.9 * T, int8=1978.9 * T),
+    # NVIDIA Ampere (A100 by memory and form factor: PG509-200 is the 40GB SXM4 board)
+    DeviceSpec(r"A[18]00.*(80GB.*PCIe|PCIe.*80GB)", "NVIDIA A100 80GB PCIe", 1.935 * TB, bf16=312 * T, fp16=312 * T,
+               fp32=19.5 * T, int8=624 * T),
+    DeviceSpec(r"A[18]00.*(40GB|PG509-200)", "NVIDIA A100 40GB", 1.555 * TB, bf16=312 * T, fp16=312 * T,
+               fp32=19.5 * T, int8=624 * T),
+    DeviceSpec(r"A100|A800", "NVIDIA A100 80GB SXM", 2.039 * TB, bf16=312 * T, fp16=312 * T, fp32=19.5 * T,
+               int8=624 * T),
+    DeviceSpec(r"A30\b", "NVIDIA A30", 0.933 * TB, bf16=165 * T, fp16=165 * T, fp32=10.3 * T, int8=330 * T),
     DeviceSpec(r"A40\b", "NVIDIA A40", 0.696 * TB, bf16=149.7 * T, fp16=149.7 * T, fp32=37.4 * T, int8=299.3 * T),
     DeviceSpec(r"A10\b", "NVIDIA A10", 0.6 * TB, bf16=125 * T, fp16=125 * T, fp32=31.2 * T, int8=250 * T),
-    DeviceSpec(r"V100", "NVIDIA V100", 0.9 * TB, fp16=125 * T, fp32=15.7 * T),
+    # NVIDIA Ada (L40S before L40)
+    DeviceSpec(r"L40S", "NVIDIA L40S", 0.864 * TB, bf16=362.05 * T, fp16=362.05 * T, fp32=91.6 * T, fp8=733 * T,
+               int8=733 * T),
+    DeviceSpec(r"L40\b", "NVIDIA L40", 0.864 * TB, bf16=181.05 * T, fp16=181.05 * T, fp32=90.5 * T, fp8=362 * T,
+               int8=362 * T),
+    DeviceSpec(r"\bL4\b", "NVIDIA L4", 0.3 * TB, bf16=121 * T, fp16=121 * T, fp32=30.3 * T, fp8=242.5 * T,
+               int8=242.5 * T),
+    # NVIDIA Volta and Turing: no bf16 or fp8 tensor rate; V100 lists no int8 rate.
+    DeviceSpec(r"V100S", "NVIDIA V100S PCIe", 1.134 * TB, fp16=130 * T, fp32=16.4 * T),
+    DeviceSpec(r"V100.*PCIe", "NVIDIA V100 PCIe", 0.9 * TB, fp16=112 * T, fp32=14 * T),
+    DeviceSpec(r"V100", "NVIDIA V100 SXM2", 0.9 * TB, fp16=125 * T, fp32=15.7 * T),
     DeviceSpec(r"\bT4\b", "NVIDIA T4", 0.32 * TB, fp16=65 * T, fp32=8.1 * T, int8=130 * T),
+    # AMD CDNA 4 and 3
+    DeviceSpec(r"MI355X", "AMD Instinct MI355X", 8.0 * TB, bf16=2516.6 * T, fp16=2516.6 * T, fp32=157.3 * T,
+               fp8=5033.2 * T, int8=5033.2 * T),
+    DeviceSpec(r"MI350X", "AMD Instinct MI350X", 8.0 * TB, bf16=2306.9 * T, fp16=2306.9 * T, fp32=144.2 * T,
+               fp8=4613.7 * T, int8=4613.7 * T),
+    DeviceSpec(r"MI325X", "AMD Instinct MI325X", 6.0 * TB, bf16=1307.4 * T, fp16=1307.4 * T, fp32=163.4 * T,
+               fp8=2614.9 * T, int8=2614.9 * T),
+    DeviceSpec(r"MI300X", "AMD Instinct MI300X", 5.3 * TB, bf16=1307.4 * T, fp16=1307.4 * T, fp32=163.4 * T,
+               fp8=2614.9 * T, int8=2614.9 * T),
+    DeviceSpec(r"MI300A", "AMD Instinct MI300A", 5.3 * TB, bf16=980.6 * T, fp16=980.6 * T, fp32=122.6 * T,
+               fp8=1961.2 * T, int8=1961.2 * T),
+    # AMD CDNA 2: an MI250X/MI250 module is two devices (dies); figures per die. ROCm names both
+    # modules "MI250X / MI250", which takes the MI250X die (the higher peaks).
+    DeviceSpec(r"MI250X", "AMD Instinct MI250X (one die)", 1.6384 * TB, bf16=191.5 * T, fp16=191.5 * T,
+               fp32=23.95 * T, int8=191.5 * T),
+    DeviceSpec(r"MI250\b", "AMD Instinct MI250 (one die)", 1.6384 * TB, bf16=181.05 * T, fp16=181.05 * T,
+               fp32=22.65 * T, int8=181.05 * T),
+    DeviceSpec(r"MI210", "AMD Instinct MI210", 1.6384 * TB, bf16=181 * T, fp16=181 * T, fp32=22.6 * T, int8=181 * T),
+    DeviceSpec(r"MI100", "AMD Instinct MI100", 1.2288 * TB, bf16=92.3 * T, fp16=184.6 * T, fp32=23.1 * T,
+               int8=184.6 * T),
 )
 SPEC_KEYS = frozenset({"match", "name", "bandwidth", "estimate", *PEAK_FIELDS})
 

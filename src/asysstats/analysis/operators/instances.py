@@ -115,9 +115,15 @@ def flat_instances(an: Analysis) -> Instances:
              "start": start[head], "end": last_end,
              "active": covered_length_sorted(label[order], start[order], end[order], n),
              "device": acts["deviceId"][kernel], "pid": acts["pid"][kernel], "source": source}
+    # Such kernels share the framework operator's modelled work (most often it launched one).
+    holder = np.maximum(framework, 0)
+    shares = np.bincount(holder[inside], minlength=an.ops.rows)[holder] if operators else np.ones(n)
     for column in WORK_FIELDS:
-        table[column] = pick(column, np.full(n, np.nan)).astype(np.float64)
-    table["field"] = pick("field", np.full(n, DEFAULT_FIELD))
+        held = np.where(inside, an.op(column, holder) / np.maximum(shares, 1), np.nan) if operators \
+            else np.full(n, np.nan)
+        table[column] = pick(column, held).astype(np.float64)
+    table["field"] = pick("field", np.where(inside, an.op("field", holder), DEFAULT_FIELD) if operators
+                          else np.full(n, DEFAULT_FIELD))
     every = Instances(EventTable(table), act, label, float((last_end - start[head]).sum()))
     return every.listed(an.listed(table["type"]))
 

@@ -16,36 +16,58 @@ Bytes count each operand once (e = element size of the data type):
 * MoE (bf16 unless stated): rows = M·topk, experts hit u = ``unique`` (else min(E, rows));
   GEMM1 (gate+up, n = 2·In): 2·rows·2In·H FLOPs, load (rows·H + u·H·2In)·e, store
   rows·2In·e; GEMM2 (down): 2·rows·In·H, load (rows·In + u·In·H)·e, store rows·H·e.
+* PyTorch operators with recorded shapes (Kineto ``record_shapes``, ``emit_nvtx(record_shapes=True)``,
+  pyprof markers): :mod:`torch_models`. Matrix operators (GEMM, convolution, attention) are
+  measured against the dense peak of their data type, vector operators (elementwise,
+  reductions, normalisations) against the FP32 peak; without recorded data types
+  (``emit_nvtx``) BF16 is assumed, as for other annotations, and shown as ``bf16 (assumed)``. Kineto's
+  own ``flops`` argument counts FLOPs where no model does (bytes unknown).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Collection
 
 import numpy as np
+import pyarrow.compute as pc
 
 from asysstats.analysis.operators.catalog import DEFAULT_DTYPE, DTYPES, PEAK_FIELDS, TABLE_PEAKS, find_device
-from asysstats.analysis.operators.parsers import Parsed
+from asysstats.analysis.operators.parsers import FRAMEWORK_CLAIM, Parsed, number, parse_pytorch, python_list
+from asysstats.analysis.operators.torch_models import TorchCall, estimate
+from asysstats.compute.arrow import to_numpy
 from asysstats.compute.distinct import distinct
+from asysstats.core.strings import StringPool
 
 if TYPE_CHECKING:
     from asysstats.analysis.inputs import Inputs
+    from asysstats.analysis.operators.recognise import Recognised
 
 WORK_FIELDS = ("flops", "load", "store")
 DEFAULT_FIELD = PEAK_FIELDS.index(DTYPES[DEFAULT_DTYPE][1])  # the peak field of an operator without a data type
+NO_FIELD = len(PEAK_FIELDS)  # work no listed peak applies to (FP64, Kineto's FLOPs): compute utilisation unknown
+VECTOR_FIELD = "fp32"  # the peak of vector operators (elementwise, reductions, normalisations)
+ASSUMED_DTYPE = DEFAULT_DTYPE  # PyTorch operators whose types were not recorded (emit_nvtx), as other annotations
+# The per-run autograd ids of a PyTorch text (parsers.RUN_ID_TEXT, in RE2: no look-ahead).
+RUN_IDS_RE2 = r", (?:seq|op_id) = -?\d+\b|, input_op_ids = \[[^\]]*\]"
 
 
 @dataclass(frozen=True)
 class Work:
+    """The modelled work of one operator call: FLOPs, bytes loaded and stored, the peak field
+    its FLOPs are measured against (``""``: none applies), its data type and the model's name."""
+
     flops: float
     load: float
     store: float
+    field: str = DEFAULT_DTYPE
     dtype: str = DEFAULT_DTYPE
+    model: str = ""
 
     def __add__(self, other: "Work") -> "Work":
-        return Work(self.flops + other.flops, self.load + other.load, self.store + other.store, self.dtype)
+        return replace(self, flops=self.flops + other.flops, load=self.load + other.load,
+                       store=self.store + other.store)
 
 
 def element(dtype: str | None) -> tuple[int, str]:
@@ -95,42 +117,112 @@ def moe_work(p: dict) -> tuple[Work, Work] | None:
     return first, second
 
 
+LIBRARY_MODELS = {"gemm": (gemm_work, "GEMM", "no m, n, k"),
+                  "flash": (attention_work, "attention", "no batch, heads, head_dim, seqlen_q, seqlen_k"),
+                  "moe": (lambda p: moe_pair_total(p), "MoE", "no M_E_H_In_topk shape")}
+
+
+def moe_pair_total(p: dict) -> Work | None:
+    pair = moe_work(p)
+    return pair[0] + pair[1] if pair else None
+
+
+def work_or_reason(parsed: Parsed) -> Work | str:
+    """The whole operator's work (a MoE layer: both GEMMs), or why there is none."""
+    if parsed.family == "pytorch":
+        return pytorch_work(parsed.params)
+    model = LIBRARY_MODELS.get(parsed.family)
+    if model is None:
+        return f"no model for {parsed.type} operators"
+    function, name, missing = model
+    work = function(parsed.params)
+    if work is None:
+        return f"{name}: {missing}"
+    return replace(work, dtype=parsed.params.get("dtype") or DEFAULT_DTYPE, model=name)
+
+
 def work_of(parsed: Parsed) -> Work | None:
-    """The whole operator's work (a MoE layer: both GEMMs), None without a model."""
-    if parsed.family == "gemm":
-        return gemm_work(parsed.params)
-    if parsed.family == "flash":
-        return attention_work(parsed.params)
-    if parsed.family == "moe":
-        pair = moe_work(parsed.params)
-        return pair[0] + pair[1] if pair else None
-    return None
+    """The whole operator's work, None without a model."""
+    found = work_or_reason(parsed)
+    return found if isinstance(found, Work) else None
+
+
+def pytorch_work(params: dict) -> Work | str:
+    """A PyTorch operator's work from its recorded shapes (:mod:`torch_models`); Kineto's
+    ``flops`` argument where no model applies."""
+    op = params["op"]
+    dims = python_list(params.get("sizes"))
+    if dims is None:
+        return f"{op}: no input shapes recorded (profile with record_shapes)"
+    types = python_list(params.get("types"))
+    call = TorchCall(op, dims, types, python_list(params.get("strides")), python_list(params.get("concrete")),
+                     fallback_dtype=ASSUMED_DTYPE)
+    found = estimate(call)
+    if isinstance(found, str):
+        flops = number(params.get("flops"), float)
+        if flops and flops > 0:
+            return Work(flops, math.nan, math.nan, "", "-", "Kineto flops")
+        return found
+    field = found.dtype if found.matrix else VECTOR_FIELD
+    dtype = found.dtype if types is not None else f"{found.dtype} (assumed)"
+    return Work(found.flops, found.read, found.written, field if field in PEAK_FIELDS else "", dtype, found.model)
+
+
+def text_work(pool: StringPool, parsed: Recognised) -> dict[str, np.ndarray]:
+    """Per recognised text: the work columns (:func:`work_arrays`) and the ``model`` and
+    ``dtype`` string ids (``model``: the model's name, or why there is none). PyTorch texts
+    recognised in bulk are modelled once per distinct text without its per-run ids."""
+    eager = [work_or_reason(p) if p.claim != FRAMEWORK_CLAIM or p.family == "pytorch"
+             else f"{p.library}: modelled where its library operators are" for p in parsed.eager]
+    stripped = pc.replace_substring_regex(parsed.torch, pattern=RUN_IDS_RE2, replacement="")
+    distinct_texts = pc.dictionary_encode(stripped)
+    torch_works = [work_or_reason(found) if (found := parse_pytorch(text)) else "no model"
+                   for text in distinct_texts.dictionary.to_pylist()]
+    slots = to_numpy(distinct_texts.indices, np.dtype(np.int32)).astype(np.int64)
+    works = eager + torch_works
+    out = work_arrays([w if isinstance(w, Work) else None for w in works])
+    labels = [w.model if isinstance(w, Work) else w for w in works]
+    dtypes = [w.dtype if isinstance(w, Work) else "-" for w in works]
+    index = np.concatenate([np.arange(len(eager)), len(eager) + slots])
+    for column in list(out):
+        out[column] = out[column][index]
+    out["model"] = pool.intern(labels)[index] if works else np.empty(0, np.int64)
+    out["dtype"] = pool.intern(dtypes)[index] if works else np.empty(0, np.int64)
+    return out
 
 
 def work_arrays(works: Collection[Work | None]) -> dict[str, np.ndarray]:
-    """``flops``/``load``/``store`` floats (NaN without a model) and ``field`` (the data type's
-    peak field, an index into ``PEAK_FIELDS``) per item."""
+    """``flops``/``load``/``store`` floats (NaN without a model) and ``field`` (the peak field,
+    an index into ``PEAK_FIELDS``; ``NO_FIELD`` where none applies) per item."""
     out = {f: np.array([getattr(w, f) if w else math.nan for w in works], dtype=np.float64) for f in WORK_FIELDS}
-    out["field"] = np.array([PEAK_FIELDS.index(w.dtype) if w else DEFAULT_FIELD for w in works], dtype=np.int64)
+    out["field"] = np.array([field_index(w.field) if w else DEFAULT_FIELD for w in works], dtype=np.int64)
     return out
+
+
+def field_index(field: str) -> int:
+    return PEAK_FIELDS.index(field) if field in PEAK_FIELDS else NO_FIELD
 
 
 PEAK_READS = {"devices": ("id", "name", "memoryBandwidth") + tuple(TABLE_PEAKS.values())}  # what device_peaks reads
 
 
 def device_peaks(inputs: "Inputs") -> dict[int, dict[str, float]]:
-    """Per device id: peak FLOP/s per data type and ``bandwidth``, from the devices table
-    where it has them, else from the catalogue (``--device-spec`` entries first)."""
+    """Per device id: peak FLOP/s per data type and ``bandwidth``: a ``--device-spec`` entry
+    matching the device's name first, then the figures of the devices table, then the
+    built-in catalogue, figure by figure (an unknown figure falls through to the next)."""
     table = inputs.table("devices", PEAK_READS["devices"])
     names = inputs.strings.lookup(table["name"])
     extra = tuple(getattr(inputs.settings, "device_specs", ()))
     peaks: dict[int, dict[str, float]] = {}
     for row, (device, name) in enumerate(zip(table["id"].tolist(), names)):
         spec = find_device(name, extra)
+        given = spec if spec in extra else None
         figures = {f: float(table[TABLE_PEAKS[f]][row]) for f in PEAK_FIELDS}
         figures["bandwidth"] = float(table["memoryBandwidth"][row])
         for f, value in figures.items():
-            if not value > 0:
+            if given is not None and getattr(given, f) > 0:
+                figures[f] = getattr(given, f)
+            elif not value > 0:
                 figures[f] = getattr(spec, f) if spec else math.nan
         figures["name"] = name
         peaks.setdefault(int(device), figures)
@@ -145,12 +237,13 @@ def peak_arrays(inputs: "Inputs", devices: np.ndarray, fields: np.ndarray,
     table = device_peaks(inputs)
     known, device = distinct(devices)
     figures = [table.get(d, {}) for d in known.tolist()]
-    peaks = np.array([[f.get(name, math.nan) for name in PEAK_FIELDS] for f in figures], dtype=np.float64)
-    flops = peaks.reshape(len(known), len(PEAK_FIELDS))[device, fields]
+    columns = PEAK_FIELDS + ("none",)  # NO_FIELD: no peak applies
+    peaks = np.array([[f.get(name, math.nan) for name in columns] for f in figures], dtype=np.float64)
+    flops = peaks.reshape(len(known), len(columns))[device, fields]
     bandwidth = np.array([f.get("bandwidth", math.nan) for f in figures], dtype=np.float64)[device]
-    lacking = needed & (np.isnan(flops) | np.isnan(bandwidth))
+    lacking = needed & (np.isnan(bandwidth) | (np.isnan(flops) & (fields != NO_FIELD)))
     for i in distinct(device[lacking])[0].tolist():
         name = figures[i].get("name") or "not listed in the report"
-        inputs.notes.append(f"{inputs.path.name}: no peak figures for PPU device {known[i]} ({name}); "
+        inputs.notes.append(f"{inputs.path.name}: no peak figures for device {known[i]} ({name}); "
                             "utilisation is '-' (describe the device with --device-spec FILE)")
     return flops, bandwidth

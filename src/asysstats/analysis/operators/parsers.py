@@ -20,6 +20,7 @@ from asysstats.analysis.operators.catalog import (
     GEMM,
     LIBRARIES,
     LIBRARY,
+    MARKER,
     MOE,
     PCCL,
     PYTORCH,
@@ -30,6 +31,7 @@ from asysstats.analysis.operators.catalog import (
 from asysstats.analysis.pccl import parse as parse_pccl_text
 
 CUSTOM, LIBRARY_CLAIM, FRAMEWORK_CLAIM = 0, 1, 2  # claim classes, strongest first (see analysis)
+MARKER_CLAIM = 3  # pyprof markers claim nothing: the autograd ranges inside them do
 AUTOGRAD_SPLIT = re.compile(r", (?=\w+ = )")  # values (shapes) never hold ", word = "
 LIBRARY_RANGE = re.compile(r"^\[(?P<lib>[^\]\s]+)\]\s*--format=(?P<params>.*)$", re.DOTALL)
 MOE_SHAPE = re.compile(r"^M_?(?P<M>\d+)_E_?(?P<E>\d+)_H_?(?P<H>\d+)_In_?(?P<In>\d+)_topk_?(?P<topk>\d+)"
@@ -39,6 +41,7 @@ BLAS_FIELDS = ("kind", "transa", "transb", "m", "n", "k", "lda", "ldb", "ldc", "
 BLAS_KINDS = ("GemmEx", "Gemm", "GemmBatchedEx")
 LEADING = frozenset({"lda", "ldb", "ldc", "alpha", "beta"})
 TORCH_MINOR = frozenset({"seq", "op_id", "input_op_ids"})
+SHAPE_FIELDS = ("sizes", "types", "strides", "concrete", "flops")  # what the operator models read of a text
 RUN_IDS = "|".join(sorted(TORCH_MINOR))  # the autograd ids a run numbers afresh: no two runs share them
 RUN_ID_VALUE = r"(?:-?\d+|\[[^\]]*\])(?!\w)"  # a number, or a list of (op_id, output) pairs
 RUN_ID_TEXT = re.compile(rf", (?:{RUN_IDS}) = {RUN_ID_VALUE}")  # in a range text
@@ -83,8 +86,9 @@ def parse_pytorch(text: str) -> Parsed | None:
     if namespace not in TORCH_NAMESPACES and not namespace.endswith("_C") \
             and not any(k in AUTOGRAD_FIELDS for k, _ in fields):
         return None
+    values = dict(fields)
     return Parsed(PYTORCH, FRAMEWORK, FRAMEWORK_CLAIM, "PyTorch", text, (("op", pieces[0]), *fields), "pytorch",
-                  TORCH_MINOR, {"op": pieces[0], "sizes": dict(fields).get("sizes")})
+                  TORCH_MINOR, {"op": pieces[0], **{k: values.get(k) for k in SHAPE_FIELDS}})
 
 
 def without_run_ids(text: str | None, key: bool = False) -> str | None:
@@ -96,13 +100,50 @@ def without_run_ids(text: str | None, key: bool = False) -> str | None:
     return (RUN_ID_KEY if key else RUN_ID_TEXT).sub("", text)
 
 
-def shapes(sizes: str | None) -> list | None:
-    """The ``sizes`` field of a PyTorch range as a list of shapes (None when unreadable)."""
+def python_list(field: str | None) -> list | None:
+    """A list-valued field of a PyTorch range (``sizes``, ``types``, ``strides``, ``concrete``)
+    as a Python list (None when absent or unreadable)."""
     try:
-        value = ast.literal_eval(sizes) if sizes else None
-    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        value = ast.literal_eval(field) if field else None
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         return None
     return value if isinstance(value, list) else None
+
+
+PYPROF_HEAD = "{'mod': "
+PYPROF_MODULES = frozenset({"torch", "Tensor", "torch.nn.functional", "torch.Tensor"})
+# pyprof's (apex.pyprof, DLProf) data type names -> Kineto's spelling, which the models read.
+PYPROF_TYPES = {"float32": "float", "float16": "c10::Half", "bfloat16": "c10::BFloat16", "float64": "double",
+                "int64": "long int", "int32": "int", "int8": "signed char", "uint8": "unsigned char", "bool": "bool"}
+
+
+def parse_pyprof(text: str) -> Parsed | None:
+    """A pyprof marker (``apex.pyprof.nvtx.init()``, DLProf): ``{'mod': 'torch.nn.functional',
+    'op': 'linear', 'args': [{'name': '', 'type': 'tensor', 'shape': (32, 400), 'dtype':
+    'float32'}, ...]}``; shown in the autograd form ``torch.nn.functional.linear, sizes =
+    [[32, 400], ...], types = ['float', ...]`` and modelled as ``aten::linear``. A marker
+    claims no activity and is in no breakdown (the autograd ranges inside it are the
+    operators there); ``ppu_op_roofline`` lists it."""
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+    if not isinstance(value, dict) or value.get("mod") not in PYPROF_MODULES or not isinstance(value.get("op"), str) \
+            or not isinstance(value.get("args", []), list):
+        return None
+    dims, types, concrete = [], [], []
+    for arg in value.get("args", []):
+        arg = arg if isinstance(arg, dict) else {}
+        tensor = arg.get("type") == "tensor"
+        shape = arg.get("shape")
+        dims.append(list(shape) if tensor and isinstance(shape, (tuple, list)) else [])
+        types.append(PYPROF_TYPES.get(str(arg.get("dtype")), str(arg.get("dtype"))) if tensor else "Scalar")
+        concrete.append("" if tensor else str(arg.get("value", "")))
+    name = f"{value['mod']}.{value['op']}"
+    fields = (("op", name), ("sizes", str(dims)), ("types", str(types)), ("concrete", str(concrete)))
+    display = ", ".join([name] + [f"{k} = {v}" for k, v in fields[1:]])
+    params = {"op": f"aten::{value['op'].strip('_')}", **dict(fields[1:])}
+    return Parsed(PYTORCH, MARKER, MARKER_CLAIM, "PyTorch", display, fields, "pytorch", frozenset(), params)
 
 
 def key_values(tokens: list[str], positional: tuple[str, ...]) -> list[tuple[str, str]]:
@@ -183,7 +224,7 @@ def parse_pccl(canonical: str) -> Parsed | None:
 
 
 def parse_builtin(canonical: str, bare: str, domain: str | None) -> Parsed | None:
-    """The built-in recognition of one range: library format, framework MoE, PCCL, PyTorch."""
+    """The built-in recognition of one range: library format, framework MoE, PCCL, PyTorch (autograd or pyprof)."""
     match = LIBRARY_RANGE.match(bare)
     if match:
         return parse_library(match["lib"], match["params"])
@@ -192,5 +233,5 @@ def parse_builtin(canonical: str, bare: str, domain: str | None) -> Parsed | Non
     if domain is not None and domain.upper() in ("NCCL", "PCCL"):
         return parse_pccl(canonical)
     if domain is None:
-        return parse_pytorch(bare)
+        return parse_pyprof(bare) if bare.startswith(PYPROF_HEAD) else parse_pytorch(bare)
     return None

@@ -15,7 +15,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from asysstats.analysis.operators.parsers import Parsed, shapes
+from asysstats.analysis.operators.parsers import Parsed, python_list
 
 
 @dataclass(frozen=True)
@@ -102,7 +102,7 @@ def moe(p: dict) -> tuple[list[str], str]:
 
 
 def torch_op(p: dict) -> tuple[list[str] | None, str]:
-    sizes = shapes(p.get("sizes"))
+    sizes = python_list(p.get("sizes"))
     if sizes is None:
         return None, "PyTorch operator without input sizes (collect with --pytorch autograd-shapes-hgtx)"
     while sizes and sizes[-1] == []:

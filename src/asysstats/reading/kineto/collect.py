@@ -31,6 +31,9 @@ KERNEL_CATS = frozenset({"kernel", "Kernel", "mtia_ccp_events"})
 MEMCPY_CATS = frozenset({"gpu_memcpy", "Memcpy"})
 MEMSET_CATS = frozenset({"gpu_memset", "Memset"})
 SHAPED_CATS = frozenset({"cpu_op", "Operator"})
+# The fields of a CPU op's text (docs/operators.md) and the ``args`` they come from.
+SHAPE_ARGS = (("sizes", "Input Dims"), ("types", "Input type"), ("strides", "Input Strides"),
+              ("concrete", "Concrete Inputs"), ("flops", "flops"))
 COLLECTIVE_ARGS = ("Collective name", "In msg nelems", "Out msg nelems", "Group size", "dtype",
                    "Process Group Name", "Process Group Ranks")
 
@@ -140,11 +143,14 @@ class Collector:
                          self.thread_id(event.get("pid")), self.thread_id(event.get("tid"))))
 
     def _shaped_range(self, event: dict[str, Any]) -> None:
-        """A CPU op; with ``record_shapes`` its name becomes the autograd form
-        ``aten::mm, sizes = [[2048, 6144], [6144, 72]]``."""
+        """A CPU op; with ``record_shapes`` its name becomes the autograd form with the
+        recorded shapes, data types, strides, scalar values and Kineto's FLOP count, as far as
+        the event holds them: ``aten::mm, sizes = [[8, 4], [4, 2]], types = ['float', 'float'],
+        strides = [[4, 1], [2, 1]], concrete = ['', '']`` (the operator models read them)."""
         args = event.get("args")
         if isinstance(args, dict) and "Input Dims" in args:
-            self._range(event, f"{event.get('name', '')}, sizes = {args['Input Dims']}")
+            fields = "".join(f", {field} = {args[arg]}" for field, arg in SHAPE_ARGS if arg in args)
+            self._range(event, f"{event.get('name', '')}{fields}")
         else:
             self._range(event)
 
