@@ -216,7 +216,9 @@ def test_top_level_array_and_trailing_members(tmp_path):
     assert KinetoReport(path).load("kernels", ("start",))["start"].tolist() == [5000]
     # members after the array, one holding ']' in a string and one a list of objects
     after = {"traceName": "/tmp/x].json", "deviceProperties": [{"id": 3, "name": "G"}], "baseTimeNanoseconds": 42}
-    r = KinetoReport(write_trace(tmp_path / "after.json", [gpu("kernel", "a", 5, 1, 1)], after=after))
+    kernel = gpu("kernel", "a", 5, 1, 1)
+    kernel["args"]["device"] = 3
+    r = KinetoReport(write_trace(tmp_path / "after.json", [kernel], after=after))
     assert r.load("devices")["id"].tolist() == [3] and r.load("session_start")["utcEpochNs"].tolist() == [42]
     assert r.metadata["traceName"] == "/tmp/x].json"
 

@@ -296,3 +296,32 @@ def test_every_model_through_a_trace(tmp_path):
         assert (row["GFLOPs"] * 1e9, row["Data Moved (MB)"] * 1e6) == pytest.approx((flops, moved), rel=1e-12), name
         assert row["Kernel Time (ns)"] == 2000 and row["TB/s"] == pytest.approx(moved / 2e-6 / 1e12), name
         assert row["Model"] and not row["Model"].startswith("no model"), name
+
+
+def test_one_listed_device_is_the_one_the_kernels_run_on(tmp_path):
+    # a ROCm trace under HIP_VISIBLE_DEVICES: deviceProperties lists id 0, the kernels run on device 2
+    events = [dict(e, args={**e["args"], "device": 2}) if e["cat"] == "kernel" else e for e in EVENTS]
+    path = write_trace(tmp_path / "rocm.json", events, deviceProperties=[{"id": 0, "name": "AMD Instinct MI300X"}])
+    run = run_cli("stats", "-r", "ppu_op_roofline", "--no-cache", path)
+    assert run.code == 0 and "no peak figures" not in run.err
+    row = table(path)[0]
+    mi300 = find_device("AMD Instinct MI300X")
+    assert row["Device ID"] == 2 and row["Compute Peak (%)"] == pytest.approx(100 * row["TFLOP/s"] * 1e12 / mi300.bf16)
+
+
+def test_past_peak_notes_name_five_then_count(tmp_path):
+    # seven mm shapes, each one 1 us kernel, on a device of 1 GFLOP/s: all past the peak
+    events = []
+    for i in range(7):
+        start = 1000 + 100 * i
+        events += [x("cpu_op", "aten::mm", start, 50, **{"Input Dims": [[8 + i, 64], [64, 64]],
+                                                         "Input type": ["float", "float"]}),
+                   x("cuda_runtime", "cudaLaunchKernel", start + 10, 1, correlation=i + 1),
+                   gpu("kernel", "k", start + 60, 1, i + 1)]
+    spec = tmp_path / "slow.json"
+    spec.write_text('[{"match": "H100", "bandwidth": 1e15, "fp32": 1e9}]')
+    run = run_cli("stats", "-r", "ppu_op_roofline", "--device-spec", spec, "--no-cache",
+                  write_trace(tmp_path / "seven.json", events, **TOP))
+    named = [line for line in run.err.splitlines() if "achieves" in line]
+    assert len(named) == 5 and "[[14, 64], [64, 64]]" in named[0]  # the largest first
+    assert "2 more operators pass 100 % of the peak FLOP/s" in run.err

@@ -98,7 +98,7 @@ def numel(shape: tuple[int, ...]) -> int:
     return math.prod(shape)
 
 
-class Inputs:
+class CallInputs:
     """Checked access to one call's inputs; every malformed or missing entry raises ModelError."""
 
     def __init__(self, call: TorchCall) -> None:
@@ -197,7 +197,7 @@ def int_list(value: object, ndims: int, what: str) -> tuple[int, ...]:
     return tuple(values)
 
 
-def tensor_bytes(args: Inputs, index: int | None) -> int:
+def tensor_bytes(args: CallInputs, index: int | None) -> int:
     """The bytes of optional tensor input ``index`` (0 when absent)."""
     if index is None or not args.is_tensor(index):
         return 0
@@ -223,7 +223,7 @@ def inner_dims_match(k_a: int, k_b: int) -> None:
         raise ModelError(f"inner dimensions differ: {k_a} != {k_b}")
 
 
-def mm(args: Inputs) -> Estimate:
+def mm(args: CallInputs) -> Estimate:
     """A[M,K]·B[K,N]: FLOPs 2MNK; read MK·sA + KN·sB; written MN·sA (an out= third input is not read)."""
     (m, k), (k_b, n) = args.shape_of_rank(0, 2), args.shape_of_rank(1, 2)
     inner_dims_match(k, k_b)
@@ -231,7 +231,7 @@ def mm(args: Inputs) -> Estimate:
     return gemm_estimate(1, m, n, k, m * k * a.size + k * n * b.size, a, a)
 
 
-def addmm(args: Inputs) -> Estimate:
+def addmm(args: CallInputs) -> Estimate:
     """bias + A[M,K]·B[K,N]: FLOPs 2MNK + MN; read bias + MK·sA + KN·sB (the bias as recorded, usually [N]);
     written MN·sA."""
     bias = args.shape(0)
@@ -242,7 +242,7 @@ def addmm(args: Inputs) -> Estimate:
     return gemm_estimate(1, m, n, k, read, a, a, bias_elems=numel(bias))
 
 
-def bmm(args: Inputs) -> Estimate:
+def bmm(args: CallInputs) -> Estimate:
     """A[B,M,K]·B[B,K,N]: FLOPs 2·B·MNK; read B·(MK·sA + KN·sB); written B·MN·sA."""
     (batch, m, k), (batch_b, k_b, n) = args.shape_of_rank(0, 3), args.shape_of_rank(1, 3)
     inner_dims_match(k, k_b)
@@ -252,7 +252,7 @@ def bmm(args: Inputs) -> Estimate:
     return gemm_estimate(batch, m, n, k, batch * (m * k * a.size + k * n * b.size), a, a)
 
 
-def baddbmm(args: Inputs) -> Estimate:
+def baddbmm(args: CallInputs) -> Estimate:
     """bias + A[B,M,K]·B[B,K,N]: FLOPs B·(2MNK + MN); read bias + B·(MK·sA + KN·sB); written B·MN·sA."""
     bias = args.shape(0)
     (batch, m, k), (batch_b, k_b, n) = args.shape_of_rank(1, 3), args.shape_of_rank(2, 3)
@@ -276,7 +276,7 @@ def broadcast(first: tuple[int, ...], second: tuple[int, ...]) -> tuple[int, ...
     return tuple(result)
 
 
-def matmul(args: Inputs) -> Estimate:
+def matmul(args: CallInputs) -> Estimate:
     """torch.matmul: 1-D operands are promoted to [1,K] / [K,1]; the batch dims broadcast.
     FLOPs 2·batch·MNK; read both operands as recorded; written batch·MN·sA."""
     first, second = args.shape(0), args.shape(1)
@@ -291,7 +291,7 @@ def matmul(args: Inputs) -> Estimate:
     return gemm_estimate(batch, m, n, k, numel(first) * a.size + numel(second) * b.size, a, a)
 
 
-def linear(args: Inputs) -> Estimate:
+def linear(args: CallInputs) -> Estimate:
     """x[..., K]·W[N,K]ᵀ (+ bias[N]): M = the product of x's leading dims; FLOPs 2MNK (+ MN);
     read x + W (+ bias); written MN·sx."""
     x, (n, k) = args.shape(0), args.shape_of_rank(1, 2)
@@ -305,7 +305,7 @@ def linear(args: Inputs) -> Estimate:
     return gemm_estimate(1, m, n, k, read, a, a, bias_elems=numel(bias) if bias else 0)
 
 
-def scaled_mm(args: Inputs) -> Estimate:
+def scaled_mm(args: CallInputs) -> Estimate:
     """_scaled_mm(A[M,K], B[K,N], scale_a, scale_b, bias, scale_result, out_dtype): FLOPs 2MNK (+ MN with a
     bias); read A, B, the scales and the bias; written MN at out_dtype (default: A's type)."""
     (m, k), (k_b, n) = args.shape_of_rank(0, 2), args.shape_of_rank(1, 2)
@@ -318,7 +318,7 @@ def scaled_mm(args: Inputs) -> Estimate:
                          model="scaled GEMM")
 
 
-def weight_transposed_gemm(args: Inputs) -> Estimate:
+def weight_transposed_gemm(args: CallInputs) -> Estimate:
     """x[M,K]·W[N,K]ᵀ (aiter::gemm_a16w16, optional bias at input 2): FLOPs 2MNK (+ MN);
     read x + W (+ bias); written MN·sx."""
     (m, k), (n, k_w) = args.shape_of_rank(0, 2), args.shape_of_rank(1, 2)
@@ -346,7 +346,7 @@ class ConvArgs:
     always_transposed: bool = False  # conv_transpose*d
 
 
-def conv_output_shape(x: tuple[int, ...], w: tuple[int, ...], args: Inputs, layout: ConvArgs,
+def conv_output_shape(x: tuple[int, ...], w: tuple[int, ...], args: CallInputs, layout: ConvArgs,
                       transposed: bool) -> tuple[int, ...]:
     """The output shape [N, C_out, spatial...] from input, weight, stride, padding, dilation (and output_padding)."""
     ndims = len(x) - 2
@@ -383,7 +383,7 @@ def conv_flops(x: tuple[int, ...], w: tuple[int, ...], out: tuple[int, ...], tra
     return 2 * numel(x if transposed else out) * numel(w[1:])
 
 
-def convolution(layout: ConvArgs, args: Inputs) -> Estimate:
+def convolution(layout: ConvArgs, args: CallInputs) -> Estimate:
     """Convolution forward (any N-d, groups, stride, padding, dilation, transposed):
     FLOPs 2·numel(out)·prod(W[1:]) (transposed: 2·numel(x)·prod(W[1:])) + numel(out) with a bias;
     read x + W + bias; written out, at x's element size."""
@@ -398,7 +398,7 @@ def convolution(layout: ConvArgs, args: Inputs) -> Estimate:
     return estimate_of(flops, read, numel(out) * dtype.size, dtype, True, "conv fwd")
 
 
-def convolution_backward(args: Inputs) -> Estimate:
+def convolution_backward(args: CallInputs) -> Estimate:
     """convolution_backward(dy, x, W, bias_sizes, stride, padding, dilation, transposed, output_padding, groups,
     output_mask): per gradient that output_mask asks for, F = the forward FLOPs (dy gives the output shape):
     dx: F FLOPs, read dy + W, written dx; dW: F FLOPs, read dy + x, written dW;
@@ -450,7 +450,7 @@ def causal_pairs(n_q: float, n_kv: float, causal: bool, top_left: bool) -> float
     return short * long - short * short / 2 if keeps_rectangle else short * short / 2
 
 
-def attention_causality(args: Inputs, layout: AttentionArgs) -> tuple[bool, bool]:
+def attention_causality(args: CallInputs, layout: AttentionArgs) -> tuple[bool, bool]:
     """(causal, top_left) of the call."""
     if layout.mask_type is not None:
         mask_type = args.required_value(layout.mask_type, "custom_mask_type")
@@ -470,7 +470,7 @@ def heads_and_length(shape: tuple[int, ...], heads_first: bool) -> tuple[int, in
     return (batch, second, third, head_dim) if heads_first else (batch, third, second, head_dim)
 
 
-def sequence_groups(args: Inputs, layout: AttentionArgs, q: tuple[int, ...], k: tuple[int, ...]
+def sequence_groups(args: CallInputs, layout: AttentionArgs, q: tuple[int, ...], k: tuple[int, ...]
                     ) -> tuple[list[tuple[float, float, int]], int, int, int, int, int, int]:
     """The batch as (n_q, n_kv, count) groups, and (tokens_q, tokens_kv, H_Q, H_KV, d_qk, d_v) of q/k/v.
     A variable-length batch (q of [T, H, d] with cu_seqlens) is one sequence of max_seqlen and the rest of
@@ -492,7 +492,7 @@ def sequence_groups(args: Inputs, layout: AttentionArgs, q: tuple[int, ...], k: 
     return [(n_q, n_kv, batch)], batch * n_q, batch * n_kv, heads_q, heads_kv, d_qk, d_v
 
 
-def varlen_groups(args: Inputs, layout: AttentionArgs, tokens_q: int, tokens_kv: int, count: int
+def varlen_groups(args: CallInputs, layout: AttentionArgs, tokens_q: int, tokens_kv: int, count: int
                   ) -> list[tuple[float, float, int]]:
     max_q = args.value(layout.max_seqlen) if layout.max_seqlen is not None else None
     max_kv = args.value(layout.max_seqlen + 1) if layout.max_seqlen is not None else None
@@ -503,7 +503,7 @@ def varlen_groups(args: Inputs, layout: AttentionArgs, tokens_q: int, tokens_kv:
     return [(max_q, max_kv, 1), ((tokens_q - max_q) / (count - 1), (tokens_kv - max_kv) / (count - 1), count - 1)]
 
 
-def attention(layout: AttentionArgs, args: Inputs) -> Estimate:
+def attention(layout: AttentionArgs, args: CallInputs) -> Estimate:
     """Scaled-dot-product attention, per query head and unmasked (q, k) pair P (see causal_pairs; GQA: H_KV
     heads of k/v shared by H_Q query heads):
     forward FLOPs H_Q·P·2·(d_qk + d_v) (S = QKᵀ and O = PV); read q, k, v (+ mask); written O.
@@ -532,7 +532,7 @@ def attention(layout: AttentionArgs, args: Inputs) -> Estimate:
 # --------------------------------------------------------------------------------------- elementwise
 
 
-def output_dtype(args: Inputs, first: int, second: int) -> DType:
+def output_dtype(args: CallInputs, first: int, second: int) -> DType:
     """The result type of a binary op: that of the operand with a non-empty shape (the larger when both
     have one) — type promotion as far as element sizes go."""
     candidates = [index for index in (first, second) if args.is_tensor(index) and args.shape(index)]
@@ -541,7 +541,7 @@ def output_dtype(args: Inputs, first: int, second: int) -> DType:
     return max((args.dtype(index) for index in candidates), key=lambda dtype: dtype.size)
 
 
-def operand_shape(args: Inputs, index: int) -> tuple[int, ...]:
+def operand_shape(args: CallInputs, index: int) -> tuple[int, ...]:
     """The shape of a binary operand, tensor or scalar (a scalar has the empty shape: one element)."""
     entry = args.dims[index] if index < len(args.dims) else None
     if not is_shape(entry):
@@ -549,7 +549,7 @@ def operand_shape(args: Inputs, index: int) -> tuple[int, ...]:
     return tuple(entry)
 
 
-def binary(args: Inputs, in_place: bool = False) -> Estimate:
+def binary(args: CallInputs, in_place: bool = False) -> Estimate:
     """out = a ∘ b with broadcasting: FLOPs numel(out); read numel(a)·sa + numel(b)·sb (a scalar operand is one
     element, a 'Scalar' 4 bytes); written numel(out)·s_out, where out is an out= tensor after the operands,
     else a (in-place), else the promoted operand type."""
@@ -567,7 +567,7 @@ def binary(args: Inputs, in_place: bool = False) -> Estimate:
     return estimate_of(numel(shape), read, numel(shape) * out.size, out, False, "binary elementwise")
 
 
-def unary(args: Inputs) -> Estimate:
+def unary(args: CallInputs) -> Estimate:
     """y = f(x): FLOPs numel(x) (one operation per element); read numel(x)·sx; written numel(x)·sy, where y is
     input 1 when that is a tensor (an out= argument), else x's type."""
     x = args.shape(0)
@@ -576,7 +576,7 @@ def unary(args: Inputs) -> Estimate:
     return estimate_of(numel(x), numel(x) * dtype.size, numel(x) * out.size, dtype, False, "unary elementwise")
 
 
-def copy(args: Inputs) -> Estimate:
+def copy(args: CallInputs) -> Estimate:
     """dst.copy_(src) (dst is input 0): FLOPs numel(dst) (one move or conversion per element, as TraceLens);
     read numel(src)·s_src; written numel(dst)·s_dst."""
     dst, src = args.shape(0), args.shape(1)
@@ -585,7 +585,7 @@ def copy(args: Inputs) -> Estimate:
                        args.dtype(1), False, "copy/cast")
 
 
-def cast(args: Inputs) -> Estimate:
+def cast(args: CallInputs) -> Estimate:
     """x.to(dtype) / _to_copy: FLOPs numel(x); read numel(x)·sx; written numel(x) at the dtype argument
     (input 1 or 2; an input-1 tensor gives its type; none recorded: x's type)."""
     x = args.shape(0)
@@ -597,7 +597,7 @@ def cast(args: Inputs) -> Estimate:
     return estimate_of(numel(x), numel(x) * source.size, numel(x) * target.size, source, False, "copy/cast")
 
 
-def gated_activation(args: Inputs) -> Estimate:
+def gated_activation(args: CallInputs) -> Estimate:
     """silu_and_mul(out[..., D], x[..., 2D]): out = silu(x[..., :D])·x[..., D:]; FLOPs 5·numel(out);
     read numel(x)·sx; written numel(out)·s_out."""
     out, x = args.shape(0), args.shape(1)
@@ -607,7 +607,7 @@ def gated_activation(args: Inputs) -> Estimate:
                        args.dtype(1), False, "gated activation")
 
 
-def rotary_embedding(args: Inputs) -> Estimate:
+def rotary_embedding(args: CallInputs) -> Estimate:
     """sgl_kernel::rotary_embedding(positions, q[T, Hq·D], k[T, Hk·D], head_size, cos_sin_cache[P, R], ...),
     in place: n = T·(Hq + Hk)·R rotated elements; FLOPs 3n; read n·s; written n·s (the cache and the positions
     are not counted, as TraceLens)."""
@@ -622,7 +622,7 @@ def rotary_embedding(args: Inputs) -> Estimate:
     return estimate_of(3 * elems, elems * dtype.size, elems * dtype.size, dtype, False, "RoPE")
 
 
-def store_cache(args: Inputs) -> Estimate:
+def store_cache(args: CallInputs) -> Estimate:
     """sglang::store_cache(k, v, k_cache, v_cache, indices, ...): a scatter of k and v into the cache:
     no FLOPs; read k + v; written k + v (the indices are not counted, as TraceLens)."""
     k, v = args.shape(0), args.shape(1)
@@ -658,7 +658,7 @@ def reduced_elems(shape: tuple[int, ...], dim: object) -> int:
     return numel(tuple(size for axis, size in enumerate(shape) if axis not in reduced))
 
 
-def reduction(layout: ReductionArgs, args: Inputs) -> Estimate:
+def reduction(layout: ReductionArgs, args: CallInputs) -> Estimate:
     """Reduction of x over dims: FLOPs numel(x) (one operation per input element); read numel(x)·sx; written
     numel(out) at x's type or the dtype argument, plus numel(out)·8 for indices (max/min over a dim).
     A dim argument that was passed but not recorded gives no estimate."""
@@ -678,7 +678,7 @@ def reduction(layout: ReductionArgs, args: Inputs) -> Estimate:
     return estimate_of(numel(x), numel(x) * dtype.size, written, dtype, False, "reduction")
 
 
-def softmax(args: Inputs) -> Estimate:
+def softmax(args: CallInputs) -> Estimate:
     """softmax / log_softmax over one dim: FLOPs 5·numel(x) (max, subtract, exp, sum, divide or log);
     read numel(x)·sx; written numel(x) at x's type, fp32 with half_to_float, or the dtype argument."""
     x = args.shape(0)
@@ -688,7 +688,7 @@ def softmax(args: Inputs) -> Estimate:
     return estimate_of(5 * numel(x), numel(x) * dtype.size, numel(x) * out.size, dtype, False, "softmax fwd")
 
 
-def softmax_backward(args: Inputs) -> Estimate:
+def softmax_backward(args: CallInputs) -> Estimate:
     """_softmax_backward_data / _log_softmax_backward_data(dy, y, dim, input_dtype): FLOPs 4·numel(y) (a row
     sum and two elementwise ops); read dy + y; written dx at input_dtype (default dy's type)."""
     grad, output = args.shape(0), args.shape(1)
@@ -698,7 +698,7 @@ def softmax_backward(args: Inputs) -> Estimate:
     return estimate_of(4 * numel(output), read, numel(grad) * out.size, dtype, False, "softmax bwd")
 
 
-def embedding(args: Inputs) -> Estimate:
+def embedding(args: CallInputs) -> Estimate:
     """embedding(W[V, D], indices): a gather of numel(indices) rows: no FLOPs; read the rows and the indices;
     written the rows."""
     weight, indices = args.shape_of_rank(0, 2), args.shape(1)
@@ -706,7 +706,7 @@ def embedding(args: Inputs) -> Estimate:
     return estimate_of(0, rows + numel(indices) * args.dtype(1).size, rows, args.dtype(0), False, "embedding fwd")
 
 
-def embedding_backward(args: Inputs) -> Estimate:
+def embedding_backward(args: CallInputs) -> Estimate:
     """embedding_dense_backward(dy[..., D], indices, num_weights, ...): a scatter-add: FLOPs numel(dy);
     read dy and the indices; written num_weights·D (the whole gradient table)."""
     grad, indices = args.shape(0), args.shape(1)
@@ -734,11 +734,11 @@ class NormArgs:
     mask: int | None = None  # backward: index of output_mask (dx, dweight, dbias)
 
 
-def norm_training(args: Inputs, layout: NormArgs) -> bool:
+def norm_training(args: CallInputs, layout: NormArgs) -> bool:
     return layout.training if isinstance(layout.training, bool) else args.flag(layout.training, "training")
 
 
-def norm_channels(args: Inputs, layout: NormArgs, x: tuple[int, ...]) -> int:
+def norm_channels(args: CallInputs, layout: NormArgs, x: tuple[int, ...]) -> int:
     """C, the length of the per-channel vectors: prod(normalized_shape) for layer/RMS norm (from the record, else
     the weight's numel), x.shape[1] otherwise."""
     if layout.shape is None:
@@ -757,11 +757,11 @@ def norm_channels(args: Inputs, layout: NormArgs, x: tuple[int, ...]) -> int:
     return numel(tuple(normalized))
 
 
-def present(args: Inputs, index: int | None) -> bool:
+def present(args: CallInputs, index: int | None) -> bool:
     return index is not None and args.is_tensor(index) and bool(args.shape(index))
 
 
-def normalisation(layout: NormArgs, args: Inputs) -> Estimate:
+def normalisation(layout: NormArgs, args: CallInputs) -> Estimate:
     """Batch/layer/group/instance norm forward (TraceLens's model): n elements, C-long vectors;
     FLOPs 2n (scale and shift) + 3n in training (mean and variance) + 6C (the per-channel factors);
     read n·sx + C·sx·(2 statistics + weight + bias); written n·sx + 2C·sx in training (the new statistics)."""
@@ -777,7 +777,7 @@ def normalisation(layout: NormArgs, args: Inputs) -> Estimate:
     return estimate_of(flops, read, written, dtype, False, "normalisation fwd")
 
 
-def backward_mask(args: Inputs, layout: NormArgs) -> tuple[bool, bool, bool]:
+def backward_mask(args: CallInputs, layout: NormArgs) -> tuple[bool, bool, bool]:
     if layout.mask is None:
         return True, True, True
     mask = args.required_value(layout.mask, "output_mask")
@@ -786,7 +786,7 @@ def backward_mask(args: Inputs, layout: NormArgs) -> tuple[bool, bool, bool]:
     return mask[0], mask[1], mask[2] if len(mask) > 2 else False
 
 
-def normalisation_backward(layout: NormArgs, args: Inputs) -> Estimate:
+def normalisation_backward(layout: NormArgs, args: CallInputs) -> Estimate:
     """Batch/layer/group norm backward (TraceLens's model), output_mask = (dx, dweight, dbias):
     FLOPs 4n (the per-channel sums of dy and dy·x̂) + 5n for dx in training (2n in eval) + 3C in eval;
     read dy + x + C (saved inverse std) + C (weight); written dx, C (dweight), C (dbias) as asked.
@@ -805,7 +805,7 @@ def normalisation_backward(layout: NormArgs, args: Inputs) -> Estimate:
     return estimate_of(flops, read, written, dtype, False, "normalisation bwd")
 
 
-def rms_norm_estimate(args: Inputs, input_index: int, weight: int | None, channels: int,
+def rms_norm_estimate(args: CallInputs, input_index: int, weight: int | None, channels: int,
                       residual: tuple[int, int] | None = None) -> Estimate:
     """RMS norm forward over the last C elements of each of R = n/C rows (TraceLens's model):
     FLOPs R·(2C + 2) (the mean of squares and its rsqrt) + n (scale) + n with a weight, + n for a residual add;
@@ -827,24 +827,24 @@ def rms_norm_estimate(args: Inputs, input_index: int, weight: int | None, channe
     return estimate_of(flops, read, written, dtype, False, "RMSNorm fwd")
 
 
-def rms_norm(layout: NormArgs, args: Inputs) -> Estimate:
+def rms_norm(layout: NormArgs, args: CallInputs) -> Estimate:
     """rms_norm(x, normalized_shape, weight, eps): the RMS norm model with C = prod(normalized_shape)."""
     channels = norm_channels(args, layout, args.shape(layout.input))
     return rms_norm_estimate(args, layout.input, layout.weight, channels)
 
 
-def aiter_rms_norm(args: Inputs) -> Estimate:
+def aiter_rms_norm(args: CallInputs) -> Estimate:
     """aiter::rmsnorm(out, x, weight, eps): the RMS norm model with C = numel(weight)."""
     return rms_norm_estimate(args, 1, 2, numel(args.shape(2)))
 
 
-def add_rms_norm(args: Inputs) -> Estimate:
+def add_rms_norm(args: CallInputs) -> Estimate:
     """aiter::add_rmsnorm(out, x, residual_in, residual_out, weight, eps): residual_out = x + residual_in,
     out = rmsnorm(residual_out): the RMS norm model with the residual add, C = numel(weight)."""
     return rms_norm_estimate(args, 1, 4, numel(args.shape(4)), residual=(2, 3))
 
 
-def rms_norm_backward(args: Inputs) -> Estimate:
+def rms_norm_backward(args: CallInputs) -> Estimate:
     """_fused_rms_norm_backward(dy, x, normalized_shape, rstd, weight, output_mask) (TraceLens's model):
     FLOPs n (x̂) + n with a weight (dy·w) + 6n for dx + n (+ n for more than one row) for dweight;
     read dy + x + weight; written dx, dweight as asked."""
@@ -864,7 +864,7 @@ def rms_norm_backward(args: Inputs) -> Estimate:
 
 # ----------------------------------------------------------------------------------------- the table
 
-Model = Callable[[Inputs], Estimate]
+Model = Callable[[CallInputs], Estimate]
 
 _CONV = ConvArgs(bias=2, stride=3, padding=4, dilation=5, transposed=6, output_padding=7, groups=8)
 _CONV_ND = ConvArgs(bias=2, stride=3, padding=4, dilation=5, groups=6)
@@ -1007,6 +1007,6 @@ def estimate(call: TorchCall) -> Estimate | str:
     if model is None:
         return f"no model for {call.op}"
     try:
-        return model(Inputs(call))
+        return model(CallInputs(call))
     except (ValueError, TypeError, LookupError, ArithmeticError) as error:
         return f"{call.op}: {error}"

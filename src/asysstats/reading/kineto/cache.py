@@ -24,7 +24,7 @@ from asysstats.core.strings import StringPool
 from asysstats.reading.cache import ColumnCache
 from asysstats.reading.schema import TABLES
 
-FORMAT = 2
+FORMAT = 3
 PREFIX = f"kineto{FORMAT}"
 META = f"{PREFIX}.meta"
 TEXT_KINDS = ("text", "strid")

@@ -153,7 +153,7 @@ class KinetoReport:
         ends = [t["end"] for t in tables.values() if len(t["end"])]
         lo, hi = (int(min(s.min() for s in starts)), int(max(e.max() for e in ends))) if starts else (0, 0)
         out: dict[str, Table] = {
-            "devices": {"id": np.asarray([as_int(d.get("id")) for d in devices], np.int64),
+            "devices": {"id": device_ids(devices, tables),
                         "name": intern(str(d.get("name", "")) for d in devices),
                         **{col: np.asarray([as_int(d.get(key)) for d in devices], np.int64) for col, key in (
                             ("computeMajor", "computeMajor"), ("computeMinor", "computeMinor"),
@@ -168,6 +168,18 @@ class KinetoReport:
         epoch = session_epoch(self.metadata, lo)
         out["session_start"] = {"utcEpochNs": np.asarray([] if epoch is None else [epoch], np.int64)}
         return out
+
+
+def device_ids(devices: list[dict[str, Any]], tables: dict[str, Table]) -> np.ndarray:
+    """The ids of the listed devices. One device listed while the device activity runs on one
+    other id (a ROCm trace under HIP_VISIBLE_DEVICES lists the logical device 0 and runs on the
+    physical device 2) is that device: its name and peaks belong to the activity."""
+    listed = np.asarray([as_int(d.get("id")) for d in devices], np.int64)
+    used = np.unique(np.concatenate([tables[k]["deviceId"] for k in ("kernels", "memcpy", "memset")
+                                     if k in tables and "deviceId" in tables[k]] or [np.empty(0, np.int64)]))
+    if len(listed) == 1 and len(used) == 1 and used[0] >= 0 and used[0] != listed[0]:
+        return used.astype(np.int64)
+    return listed
 
 
 def session_epoch(metadata: dict[str, Any], first_ns: int) -> int | None:
