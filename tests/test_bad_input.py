@@ -56,7 +56,7 @@ def test_sqlite_without_kernel_table(tmp_path):
     con.close()
     before = fingerprint(path)
     assert_one_line_error(run_cli("stats", "-r", "hggc_ppu_kern_sum", path),
-                          "does not contain HGGC kernel data", "--trace hggc")
+                          "does not contain CUDA kernel data", "nsys profile --trace cuda")  # read as Nsight
     assert fingerprint(path) == before
 
 

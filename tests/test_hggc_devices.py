@@ -99,6 +99,6 @@ def test_missing_tables_name_the_collection_option(tmp_path):
     w.add("runtime", start=[0], end=[1], globalTid=1, nameId=[w.string("x")])
     w.close()
     run = run_cli("stats", "-r", "ppu_metric_trace", w.path)
-    assert run.code == 2 and "(collect with --ppu-metrics-device all)" in run.err
+    assert run.code == 2 and "(collect with nsys profile --gpu-metrics-devices all)" in run.err
     run = run_cli("stats", "-r", "ppu_device_attribute", w.path)
-    assert run.code == 2 and "does not contain PPU device data (collect with --trace hggc)" in run.err
+    assert run.code == 2 and "does not contain GPU device data (collect with nsys profile --trace cuda)" in run.err

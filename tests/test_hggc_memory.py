@@ -66,7 +66,7 @@ def test_nsight_export_without_enumerations_uses_nsight_numbering(tmp_path):
     lines = csv(w.path, "hggc_ppu_trace")
     assert lines[1].endswith(',8,2000000000,"Pageable","Device","(0)",0,0,"Memcpy HtoD (device)",')
     assert lines[2].endswith(',8,4000000000,"Device","-","(0)",0,0,"Memset",')
-    assert csv(w.path, "hggc_ppu_mem_time_sum")[1].endswith(',"[HGGC memcpy Host-to-Device]",')
+    assert csv(w.path, "hggc_ppu_mem_time_sum")[1].endswith(',"[CUDA memcpy Host-to-Device]",')
 
 
 def build_memory(writer):

@@ -442,3 +442,25 @@ def test_a_failed_sample_leaves_no_partial_report_and_keeps_the_old_one(tmp_path
     monkeypatch.setattr(ReportWriter, "close", other_run_first)
     one_line_error(run_cli("sample", out), f"{out} exists; use -f true to overwrite it")
     assert listing(tmp_path) == ["s.asysrep"] and out.read_text() == "the other run's"
+
+
+def test_the_temp_folder_is_found_with_stop_signals_held(tmp_path, monkeypatch):
+    """Python finds the temp folder by creating and removing a probe file: a stop signal waits
+    until it is removed (a signal in between left a file like '62w45xpq' in TMPDIR)."""
+    from asysstats.cli import settle_temp_folder
+
+    caught = []
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: caught.append(signum))
+
+    def probe() -> str:
+        signal.raise_signal(signal.SIGTERM)
+        assert caught == []  # held while the probe file exists
+        return str(tmp_path)
+
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    monkeypatch.setattr(tempfile, "_get_default_tempdir", probe)
+    try:
+        settle_temp_folder()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert caught == [signal.SIGTERM] and tempfile.gettempdir() == str(tmp_path)

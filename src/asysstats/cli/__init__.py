@@ -9,6 +9,7 @@ import gc
 import os
 import signal
 import sys
+import tempfile
 import threading
 import traceback
 from pathlib import Path
@@ -301,11 +302,24 @@ def stop_signals_unwind():
         return
     handlers = {each: signal.signal(each, stop) for each in STOP_SIGNALS}
     handlers[signal.SIGXFSZ] = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    settle_temp_folder()
     try:
         yield
     finally:
         for each, handler in handlers.items():
             signal.signal(each, handler)
+
+
+def settle_temp_folder() -> None:
+    """Find the temp folder now, with the stop signals held: Python finds it by creating and
+    removing a probe file there (:func:`tempfile.gettempdir`), which a signal landing in
+    between would leave behind."""
+    held = set(STOP_SIGNALS) | {signal.SIGINT}
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        tempfile.gettempdir()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -204,6 +204,30 @@ TABLES: dict[str, TableSpec] = {t.name: t for t in (
         "memory kind names", "(any trace)"),
 )}
 
+# What an Nsight export lacks and the nsys option that collects it, in NVIDIA's words (the
+# TableSpec's own words are the asys profiler's): the hint of a "does not contain" error.
+NSYS_WORDS = {
+    "kernels": ("CUDA kernel data", "nsys profile --trace cuda"),
+    "memcpy": ("CUDA memcpy data", "nsys profile --trace cuda"),
+    "memset": ("CUDA memset data", "nsys profile --trace cuda"),
+    "runtime": ("CUDA API data", "nsys profile --trace cuda"),
+    "hgtx": ("NVTX data", "nsys profile --trace nvtx"),
+    "osrt": ("OS runtime data", "nsys profile --trace osrt"),
+    "graph_nodes": ("CUDA graph node data", "nsys profile --trace cuda --cuda-graph-trace node"),
+    "callchains": ("CUDA call-stack data", "nsys profile --trace cuda --cudabacktrace all"),
+    "memory_usage": ("GPU memory usage data", "nsys profile --cuda-memory-usage true"),
+    "metrics": ("GPU metric data", "nsys profile --gpu-metrics-devices all"),
+    "metric_info": ("GPU metric data", "nsys profile --gpu-metrics-devices all"),
+    "devices": ("GPU device data", "nsys profile --trace cuda"),
+    "legacy_gpus": ("GPU device data", "nsys profile --trace cuda"),
+}
+
+
+def missing_words(spec: TableSpec, dialect: str) -> tuple[str, str]:
+    """What the report lacks and how to collect it, in the words of the report's profiler."""
+    return NSYS_WORDS.get(spec.name, (spec.what, spec.collect)) if dialect == NSYS else (spec.what, spec.collect)
+
+
 # Names of the enumerations as Nsight Systems numbers them, for exports without ENUM_* tables.
 MEMCPY_KIND_LABELS = {
     0: "Unknown", 1: "Host-to-Device", 2: "Device-to-Host", 3: "Host-to-Array", 4: "Array-to-Host",

@@ -31,7 +31,16 @@ from asysstats.core.memory import release_memory
 from asysstats.core.strings import StringPool
 from asysstats.core.tables import EventTable
 from asysstats.reading.cache import ColumnCache
-from asysstats.reading.schema import ASYSREP, DIALECT_MARKERS, NSYS, TABLES, Col, TableSpec, derive_ids
+from asysstats.reading.schema import (
+    ASYSREP,
+    DIALECT_MARKERS,
+    NSYS,
+    TABLES,
+    Col,
+    TableSpec,
+    derive_ids,
+    missing_words,
+)
 from asysstats.reading.sqlite_columns import TableReader
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -166,7 +175,7 @@ class SqliteReport:
         return bool(self.physical_tables(logical))
 
     def missing_message(self, logical: str) -> str:
-        return missing_message(self.path, TABLES[logical])
+        return missing_message(self.path, TABLES[logical], self.dialect)
 
     def derived(self, name: str, columns: Sequence[str], text: Sequence[str],
                 build: Callable[[], Mapping[str, np.ndarray]]) -> EventTable:
@@ -283,8 +292,9 @@ class SqliteReport:
 
 
 
-def missing_message(path: Path, spec: TableSpec) -> str:
-    return f"{path.name} does not contain {spec.what} (collect with {spec.collect})"
+def missing_message(path: Path, spec: TableSpec, dialect: str) -> str:
+    what, collect = missing_words(spec, dialect)
+    return f"{path.name} does not contain {what} (collect with {collect})"
 
 
 def text_value(value: object) -> str:

@@ -1,7 +1,8 @@
 """HGGC PPU memory operation summaries: ``hggc_ppu_mem_time_sum`` and ``hggc_ppu_mem_size_sum``.
 
 Operations are ``[HGGC memset]`` and ``[HGGC memcpy <copy kind label>]`` (labels from the
-report's memcpy kind enumeration, e.g. ``[HGGC memcpy Host-to-Device]``).
+report's memcpy kind enumeration, e.g. ``[HGGC memcpy Host-to-Device]``); on an Nsight export
+in CUDA's words, ``[CUDA memset]`` and ``[CUDA memcpy Host-to-Device]``.
 """
 
 from __future__ import annotations
@@ -14,8 +15,10 @@ from asysstats.analysis.inputs import Inputs
 from asysstats.analysis.reads import KIND_READS
 from asysstats.analysis.summary import StatColumns, keyed_frame
 from asysstats.core.result import TEXT, Column
+from asysstats.reading.schema import NSYS
 
 OPERATION = Column("Operation", TEXT, "Name of the memory operation")
+API_WORDS = {NSYS: "CUDA"}  # the API named in the labels, by report dialect (else HGGC)
 READS = {"memcpy": ("start", "end", "bytes", "copyKind"), "memset": ("start", "end", "bytes"),
          "memcpy_kinds": KIND_READS["memcpy_kinds"]}
 
@@ -23,9 +26,10 @@ READS = {"memcpy": ("start", "end", "bytes", "copyKind"), "memset": ("start", "e
 def operations(inputs: Inputs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(operation label id, duration, bytes) of every memcpy and memset."""
     memcpy, memset = inputs.table("memcpy"), inputs.table("memset")
+    api = API_WORDS.get(inputs.dialect, "HGGC")
     labels = np.concatenate([
-        kind_label_ids(inputs, "memcpy_kinds", memcpy["copyKind"], "[HGGC memcpy {}]"),
-        np.repeat(inputs.strings.intern(["[HGGC memset]"]), memset.rows)])
+        kind_label_ids(inputs, "memcpy_kinds", memcpy["copyKind"], f"[{api} memcpy {{}}]"),
+        np.repeat(inputs.strings.intern([f"[{api} memset]"]), memset.rows)])
     durations = np.concatenate([memcpy["end"] - memcpy["start"], memset["end"] - memset["start"]])
     return labels, durations, np.concatenate([memcpy["bytes"], memset["bytes"]])
 

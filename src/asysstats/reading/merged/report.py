@@ -24,7 +24,7 @@ from asysstats.core.strings import StringPool
 from asysstats.core.tables import EventTable
 from asysstats.reading.merged import worker
 from asysstats.reading.merged.identity import JobIds, Placement, placements
-from asysstats.reading.schema import TABLES
+from asysstats.reading.schema import TABLES, missing_words
 from asysstats.reading.sqlite import missing_message
 
 NODE_SUFFIX = re.compile(r"_node_(.+)$")  # asys names per-node reports <name>_node_<hostname>
@@ -82,8 +82,9 @@ class MergedReport:
     def missing_message(self, logical: str) -> str:
         spec = TABLES[logical]
         if len(self.members) == 1:
-            return missing_message(self.members[0].path, spec)
-        return f"the {len(self.members)} merged reports do not contain {spec.what} (collect with {spec.collect})"
+            return missing_message(self.members[0].path, spec, self.dialect)
+        what, collect = missing_words(spec, self.dialect)
+        return f"the {len(self.members)} merged reports do not contain {what} (collect with {collect})"
 
     def load(self, logical: str, columns: Sequence[str] = ()) -> EventTable:
         """The logical table over all reports with the given columns (all when empty)."""
