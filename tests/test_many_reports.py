@@ -23,7 +23,7 @@ from asysstats.reading.merged.identity import JobIds, Placement, place
 from asysstats.reading.merged.report import open_merged
 from asysstats.reading.schema import TABLES
 from asysstats.reading.sqlite import SqliteReport
-from asysstats.rulebook import REGISTRY
+from asysstats.rulebook import REGISTRY, RULE_MODULES
 from asysstats.synth.llm.sample import build
 from asysstats.synth.writer import ENUMS, NULL, ReportWriter
 from asysstats.writing.writers import render
@@ -173,7 +173,8 @@ def expected_from(raw: Result, merged) -> Result:
     """The concatenated report's result as the merged run prints it: pids in the merged
     numbering, then local ids and the Host column."""
     frame = {name: merged_pid(v) if name in PID_COLUMNS else v for name, v in raw.frame.items()}
-    return with_hosts(Result(raw.name, raw.title, raw.share, raw.columns, frame, raw.strings), merged)
+    return with_hosts(Result(raw.name, raw.title, raw.share, raw.columns, frame, raw.strings,
+                             numbered=raw.numbered, mirrors=raw.mirrors), merged)
 
 
 CASES = [(name, {}) for name in MERGEABLE] + [
@@ -209,7 +210,8 @@ WINDOWS = {"filter-time": Settings(filter_time=(5_000_000, 30_000_000)),
 
 
 def test_the_summary_rules_reduce():
-    assert sorted(REDUCED) == sorted(MERGEABLE[:7] + ("hggc_ppu_kern_category_sum",)) and all(r.compute == r.summary.compute
+    reduced = MERGEABLE[:7] + ("hggc_ppu_kern_category_sum",) + RULE_MODULES["nsys_stats"]
+    assert sorted(REDUCED) == sorted(reduced) and all(r.compute == r.summary.compute
                                                             for r in REGISTRY if r.summary)
 
 

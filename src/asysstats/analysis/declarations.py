@@ -20,7 +20,7 @@ from asysstats.compute.grouped import Key, grouped_stats
 from asysstats.core.errors import AsysError, quoted
 from asysstats.core.integers import INT64_MAX, INT64_MIN, parse_decimal, parse_int
 from asysstats.core.regexes import compile_user_regex
-from asysstats.core.result import Column, Frame, Gathered, Result
+from asysstats.core.result import ASYS, MIRRORS, Column, Frame, Gathered, Result
 from asysstats.core.strings import StringPool
 
 if TYPE_CHECKING:
@@ -267,6 +267,7 @@ class Rule(Generic[O]):
     label: str | None = None  # column naming the chart's rows (None: the first text column)
     command: str = "stats"  # stats | analyze
     reports: int = 1  # 2 for comparison rules
+    mirrors: str = ASYS  # NSYS_STATS: an `nsys stats` report, written in NVIDIA's formats (docs/decisions.md D31)
     COMMANDS: ClassVar[tuple[str, ...]] = ("stats", "analyze")
 
     def __post_init__(self) -> None:
@@ -279,6 +280,8 @@ class Rule(Generic[O]):
             raise ValueError(f"rule {self.name}: duplicate option")
         if self.command not in self.COMMANDS:
             raise ValueError(f"rule {self.name}: unknown command {self.command}")
+        if self.mirrors not in MIRRORS:
+            raise ValueError(f"rule {self.name}: mirrors an unknown tool {self.mirrors}")
         for column, flag in self.optional.items():
             if column not in {c.name for c in self.columns} or flag not in {f.name for f in
                                                                           dataclasses.fields(self.options)}:
@@ -337,7 +340,7 @@ class Rule(Generic[O]):
             frame = {k: v[:rows] for k, v in frame.items()}
         columns = self.select_columns(options.column, options)
         return Result(self.name, self.title, self.share, columns, {c.name: frame[c.name] for c in columns}, strings,
-                      tuple(dict.fromkeys(notes)), self.label, self.numbered)
+                      tuple(dict.fromkeys(notes)), self.label, self.numbered, self.mirrors)
 
     def select_columns(self, wanted: tuple[str, ...] | None, options: Options | None = None) -> tuple[Column, ...]:
         """The columns named by the ``column`` option (any case), in its order; without it all

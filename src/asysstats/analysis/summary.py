@@ -17,11 +17,12 @@ import numpy as np
 
 from asysstats.analysis.declarations import FrameOf, Options, Stats
 from asysstats.analysis.inputs import Inputs
-from asysstats.compute.grouped import Groups, Key, grouped_stats, share_percent
-from asysstats.core.result import INT, PERCENT, Column, Frame
+from asysstats.compute.grouped import Groups, Key, grouped_stats, sample_deviation, share_percent
+from asysstats.core.result import DECIMAL, FIGURE, INT, PERCENT, Column, Frame
 from asysstats.core.strings import StringPool
 
-STATISTICS = ("share", "sum", "count", "mean", "median", "min", "max", "std")  # the order of their columns
+STATISTICS = ("share", "sum", "count", "mean", "median", "min", "max", "std", "sample_std")  # their columns' order
+UNSCALED = ("share", "count")  # the statistics a unit's ``divisor`` leaves as they are
 
 
 @dataclass(frozen=True)
@@ -29,7 +30,8 @@ class StatColumns:
     """The statistics columns of a summary: ``Time (%)``, ``Total Time (ns)``, the count and
     Avg/Med/Min/Max/StdDev, each declared with the statistic it prints."""
 
-    by_statistic: dict[str, Column]  # a statistic of grouped_stats (or "share") -> its column
+    by_statistic: dict[str, Column]  # a statistic of grouped_stats (or "share", "sample_std") -> its column
+    divisor: int = 1  # the values per unit printed (10**6: bytes printed in MB)
 
     @classmethod
     def of(cls, thing: str, count: str = "Instances", unit: str = "ns", percent: bool = True,
@@ -49,6 +51,28 @@ class StatColumns:
             del columns["share"]
         return cls(columns)
 
+    @classmethod
+    def nvidia(cls, thing: str, count: str = "Instances", unit: str = "ns") -> "StatColumns":
+        """The columns of an ``nsys stats`` summary (docs/decisions.md D31): averages, medians
+        and the sample standard deviation as decimals; ``MB`` (10^6 bytes, three decimals)
+        prints sizes and no ``Time (%)``."""
+        size = unit == "MB"
+        total, number = ("Total", FIGURE) if size else ("Total Time", INT)
+        decimal = FIGURE if size else DECIMAL
+        columns = {
+            "share": Column("Time (%)", PERCENT, f"Percentage of '{total}'"),
+            "sum": Column(f"{total} ({unit})", number, f"Total of all {thing}"),
+            "count": Column(count, INT, f"Number of {thing}"),
+            "mean": Column(f"Avg ({unit})", decimal, f"Average of {thing}"),
+            "median": Column(f"Med ({unit})", decimal, f"Median of {thing}"),
+            "min": Column(f"Min ({unit})", number, f"Minimum of {thing}"),
+            "max": Column(f"Max ({unit})", number, f"Maximum of {thing}"),
+            "sample_std": Column(f"StdDev ({unit})", decimal, f"Sample standard deviation of {thing}"),
+        }
+        if size:
+            del columns["share"]
+        return cls(columns, 10 ** 6 if size else 1)
+
     @property
     def columns(self) -> tuple[Column, ...]:
         return tuple(self.by_statistic[s] for s in STATISTICS if s in self.by_statistic)
@@ -59,7 +83,8 @@ class StatColumns:
         def values(statistic: str) -> np.ndarray:
             if statistic == "share":
                 return share_percent(stats["sum"][order], float(stats["sum"].sum()))
-            return stats[statistic][order]
+            value = sample_deviation(stats)[order] if statistic == "sample_std" else stats[statistic][order]
+            return value if self.divisor == 1 or statistic in UNSCALED else value / self.divisor
 
         return {column.name: values(statistic) for statistic, column in self.by_statistic.items()}
 

@@ -34,6 +34,10 @@ FORMATS_HELP = """The following output formats are available (--format NAME[:rat
     xlsx    spreadsheet, one sheet per rule, typed cells, a chart of the share column;
             -o <dir>/<name>.xlsx puts every rule of the run in that one workbook
     py      the generated script of ppu_op_unit_test
+    tsv     tab-separated values, of the rules that mirror nsys stats (cuda_gpu_kern_sum, ...)
+
+    A rule that mirrors an nsys stats report writes csv, tsv, column and json as nsys stats does:
+    no Row#, no trailing comma, text quoted only where it holds a comma, quote or line break.
 
     ratio=.N%  decimals of percentage columns: %, .1% (default), .2% or .3%
 """

@@ -192,6 +192,15 @@ def offset(stats: dict[str, np.ndarray], base: int | np.ndarray) -> dict[str, np
     return {**stats, **shifted, "sum": stats["sum"] + base * stats["count"]}
 
 
+def sample_deviation(stats: dict[str, np.ndarray]) -> np.ndarray:
+    """The sample standard deviation (divide by N - 1) of each group of :func:`grouped_stats`
+    (or of merged partials), from its population deviation; 0.0 for a group of one value, as
+    NVIDIA's ``stdev`` prints it (docs/decisions.md D31)."""
+    count = np.asarray(stats["count"], dtype=np.float64)
+    scale = np.sqrt(np.divide(count, count - 1, out=np.zeros_like(count), where=count > 1))
+    return np.asarray(stats["std"], dtype=np.float64) * scale
+
+
 def percentile_sorted(groups: Groups, values: np.ndarray, q: float) -> np.ndarray:
     """Nearest-rank ``q`` percentile (0 < q <= 100) per group: the smallest value with at
     least q% of the group's values at or below it."""

@@ -14,6 +14,7 @@ import os
 import re
 import secrets
 import shutil
+import signal
 import stat
 import tempfile
 import time
@@ -141,6 +142,21 @@ def publish_without_links(temp: Path, path: Path) -> None:
     except BaseException:
         path.unlink(missing_ok=True)
         raise
+
+
+STOP_SIGNALS_HELD = frozenset({signal.SIGINT, signal.SIGTERM, signal.SIGHUP})
+
+
+@contextmanager
+def stop_signals_held() -> Iterator[None]:
+    """Within, a stop signal waits (it is delivered on leaving): a temporary created and
+    registered for removal inside cannot be left behind by a signal landing in between.
+    Signal masks are per thread: only this thread's signals wait."""
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS_HELD)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def private_folder() -> Path:

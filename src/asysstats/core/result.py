@@ -36,6 +36,10 @@ PAIR_FIGURE = "pair_figure"
 PAIR_TEXT = "pair_text"  # text values (str or None), never string ids: the sides have different pools
 PAIR_INNER = {PAIR_INT: INT, PAIR_PERCENT: PERCENT, PAIR_FIGURE: FIGURE, PAIR_TEXT: TEXT}
 COLUMN_KINDS = (INT, PERCENT, RATIO, DECIMAL, FIGURE, TEXT) + tuple(PAIR_INNER)
+# The tool whose output a rule mirrors (docs/decisions.md D31): the asys reference's formats, or
+# ``nsys stats``'s (CSV, TSV, JSON and console columns as NVIDIA writes them, asysstats.writing.nsys).
+ASYS, NSYS_STATS = "asys", "nsys"
+MIRRORS = (ASYS, NSYS_STATS)
 
 
 def decimal_places(kind: str, percent_places: int) -> int:
@@ -93,6 +97,7 @@ class Result:
     notes: tuple[str, ...] = ()  # one-line data-quality notes of the run (events left out, ...)
     label: str | None = None  # the column naming the rows of the XLSX chart (None: the first text column)
     numbered: bool = True  # CSV and console tables begin with Row# (not where the reference's example has none)
+    mirrors: str = ASYS  # whose formats the writers follow: ASYS or NSYS_STATS
 
     @property
     def rows(self) -> int:

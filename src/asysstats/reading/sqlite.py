@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 from asysstats.compute.arrow import from_numpy, to_numpy
 from asysstats.compute.distinct import DERIVED_BASE
 from asysstats.core.errors import AsysError, MissingData
-from asysstats.core.files import private_folder
+from asysstats.core.files import private_folder, stop_signals_held
 from asysstats.core.input_files import check_input_file
 from asysstats.core.memory import release_memory
 from asysstats.core.strings import StringPool
@@ -100,8 +100,9 @@ def readable_file(path: Path) -> Path:
         return path
     folder: Path | None = None
     try:
-        folder = private_folder()  # marked with our process id: swept by a later run if we are killed
-        atexit.register(shutil.rmtree, folder, True)  # at exit, a stop signal's included (asysstats.cli.main)
+        with stop_signals_held():  # made and registered for removal with no signal in between
+            folder = private_folder()  # marked with our process id: swept by a later run if we are killed
+            atexit.register(shutil.rmtree, folder, True)  # at exit, a stop signal's included (asysstats.cli.main)
         copy = folder / path.name
         for source in [path] + present:
             shutil.copyfile(source, folder / source.name)

@@ -17,11 +17,14 @@ from asysstats.core.errors import AsysError, quoted
 
 class Registry:
     """Rules by name, in the order an index of modules lists them; a module is imported when
-    one of its rules is first asked for."""
+    one of its rules is first asked for. ``aliases``: other names of some rules (nsys 2022's
+    report names), found by :meth:`get` and listed nowhere."""
 
-    def __init__(self, package: str, modules: Mapping[str, Sequence[str]]) -> None:
+    def __init__(self, package: str, modules: Mapping[str, Sequence[str]],
+                 aliases: Mapping[str, str] | None = None) -> None:
         self._package = package
         self._modules = modules
+        self._aliases = aliases or {}
         self._module_of: dict[str, str] = {}
         for module, names in modules.items():
             for name in names:
@@ -29,6 +32,9 @@ class Registry:
                     raise ValueError(f"duplicate rule name {name}")
                 self._module_of[name] = module
         self._rules: dict[str, Rule] = {}
+        for alias, name in self._aliases.items():
+            if alias in self._module_of or name not in self._module_of:
+                raise ValueError(f"alias {alias} names a rule or no rule ({name})")
 
     def __iter__(self) -> Iterator[Rule]:
         return (self._rule(name) for name in self._module_of)
@@ -47,6 +53,7 @@ class Registry:
         return self._rules[name]
 
     def get(self, name: str, command: str = "stats") -> Rule:
+        name = self._aliases.get(name, name)
         rule = self._rule(name) if name in self else None
         if rule is not None and (command == "analyze") != (rule.command == "analyze"):
             other = "analyze" if rule.command == "analyze" else "stats"
@@ -95,9 +102,16 @@ RULE_MODULES = {
     "compare_operators": ("ppu_operator_summary_compare", "ppu_operator_type_summary_compare",
                           "ppu_operator_roofline_compare"),
     "compare_breakdown": ("ppu_operator_kernel_breakdown_compare", "ppu_operator_breakdown_compare"),
+    "nsys_stats": ("cuda_gpu_kern_sum", "cuda_api_sum", "cuda_gpu_mem_time_sum", "cuda_gpu_mem_size_sum", "nvtx_sum",
+                   "osrtsum"),
 }
 
-REGISTRY = Registry("asysstats.rulebook", RULE_MODULES)
+# nsys 2022's names of the reports that mirror nsys stats (docs/nsys.md).
+RULE_ALIASES = {"gpukernsum": "cuda_gpu_kern_sum", "cudaapisum": "cuda_api_sum",
+                "gpumemtimesum": "cuda_gpu_mem_time_sum", "gpumemsizesum": "cuda_gpu_mem_size_sum",
+                "nvtxsum": "nvtx_sum"}
+
+REGISTRY = Registry("asysstats.rulebook", RULE_MODULES, RULE_ALIASES)
 
 # The default `asys stats` set (Nsight's default set, renamed), limited to existing rules.
 DEFAULT_STATS = ("hgtx_sum", "osrt_sum", "hggc_api_sum", "hggc_ppu_kern_sum",

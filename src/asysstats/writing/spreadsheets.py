@@ -21,6 +21,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from asysstats.core.errors import AsysError
+from asysstats.core.files import stop_signals_held
 from asysstats.core.result import DECIMAL, FIGURE, INT, PAIR_INNER, PAIR_TEXT, PERCENT, RATIO, TEXT, Column, Result
 from asysstats.writing.format import DASH, pair_sides, rows_as_records, typed_column
 
@@ -189,7 +190,8 @@ def write_sheet(book: Any, title: str, result: Result, decimals: int) -> None:
     header_cells = [WriteOnlyCell(sheet, header) for header in headers]
     for cell in header_cells:
         cell.font = Font(bold=True)
-    sheet.append(header_cells)
+    with stop_signals_held():  # the first row makes the sheet's temporary file, then records it for removal
+        sheet.append(header_cells)
     formats = number_formats(decimals)
     styled = [WriteOnlyCell(sheet) for _ in columns]  # one cell a column, written as each row is appended
     for cell, column in zip(styled, columns):
@@ -224,7 +226,8 @@ def draw_charts(book: Any, charts: list[tuple[Any, Chart]]) -> None:
     data = book.create_sheet(CHART_DATA)
     data.sheet_state = "hidden"
     longest = max(len(chart.labels) for _, chart in charts)
-    data.append([part for _, chart in charts for part in ("Label", chart.title[:255])])
+    with stop_signals_held():  # the first row makes the sheet's temporary file
+        data.append([part for _, chart in charts for part in ("Label", chart.title[:255])])
     for row in range(longest):
         data.append([part for _, chart in charts
                      for part in ((chart.labels[row], chart.values[row]) if row < len(chart.labels) else (None, None))])

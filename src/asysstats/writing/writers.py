@@ -17,12 +17,12 @@ import pyarrow.compute as pc
 from asysstats.compute.arrow import lines_bytes, text
 from asysstats.core.errors import AsysError
 from asysstats.core.memory import release_memory
-from asysstats.core.result import PAIR_TEXT, TEXT, Result
+from asysstats.core.result import NSYS_STATS, PAIR_TEXT, TEXT, Result
 from asysstats.writing.csvcodes import segments
 from asysstats.writing.csvlines import csv_lines, row_numbers
 from asysstats.writing.format import cells, rows_as_records, texts  # noqa: F401  (rows_as_records: a public name)
 
-FORMATS = ("column", "csv", "json", "xlsx", "py")
+FORMATS = ("column", "csv", "json", "xlsx", "py", "tsv")  # tsv: of the rules that mirror nsys stats only
 
 
 CHUNK_ROWS = 1 << 15  # the smallest piece of CSV formatted and written at a time (bounded memory)
@@ -143,7 +143,16 @@ def to_lines(result: Result) -> str:
 
 
 def render_parts(result: Result, fmt: str, decimals: int = 1) -> Iterator[bytes | memoryview]:
-    """The output of a result in a format, as consecutive pieces of bytes (CSV, columns and JSON stream)."""
+    """The output of a result in a format, as consecutive pieces of bytes (CSV, columns and JSON stream);
+    a result of a rule that mirrors ``nsys stats`` in NVIDIA's CSV, TSV and columns (:mod:`~asysstats.writing.nsys`)."""
+    if result.mirrors == NSYS_STATS and fmt in ("csv", "tsv", "column"):
+        from asysstats.writing import nsys  # the runs of NVIDIA's report names only
+
+        yield from nsys.column_parts(result, decimals) if fmt == "column" else nsys.delimited_parts(result, fmt, decimals)
+        return
+    if fmt == "tsv":
+        raise AsysError(f"--format tsv: rule '{result.name}' does not mirror an nsys stats report "
+                        "(use csv, column, json, xlsx)")
     streamed = {"csv": csv_parts, "column": column_parts, "json": json_parts}.get(fmt)
     if streamed is not None:
         yield from streamed(result, decimals)

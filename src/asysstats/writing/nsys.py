@@ -1,0 +1,101 @@
+"""The formats of ``nsys stats`` for the rules that mirror its reports (docs/decisions.md D31):
+``csv`` and ``tsv`` as NVIDIA's writer puts them (no ``Row#``, no trailing delimiter, a cell
+quoted only when it holds the delimiter, a quote or a line break), and ``column``, its console
+table (each heading centred over its column, numbers right-aligned, text left-aligned and cut
+to 100 characters with ``…``). JSON is the asys writer's (:func:`~asysstats.writing.writers.json_parts`).
+
+A cell is printed from its column's kind as the asys writers print it (integers bare, one
+decimal, three for MB); a missing cell is empty, as NVIDIA's writers print SQL's NULL.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from asysstats.compute.arrow import from_numpy, lines_bytes, text
+from asysstats.compute.distinct import distinct
+from asysstats.core.result import INT, TEXT, Result, decimal_places
+from asysstats.core.strings import StringPool
+from asysstats.writing.format import as_integers, decimal_text, filled, integer_text, printable, rounded
+
+DELIMITERS = {"csv": ",", "tsv": "\t"}
+EMPTY = text("")
+WIDTH_LIMIT = 100  # nsys's console columns cut a longer text to 99 characters and an ellipsis
+ELLIPSIS = "\u2026"
+GAP = "  "  # between the console's columns; each line begins with one space
+
+
+def plain_cells(kind: str, values: np.ndarray | pa.Array, strings: StringPool, decimals: int) -> pa.Array:
+    """The unquoted text of every cell of a column; a missing cell is empty."""
+    if kind == TEXT:
+        if isinstance(values, pa.Array):
+            return pc.fill_null(values, EMPTY)
+        ids = np.asarray(values)
+        uniq, index = distinct(np.where(ids >= 0, ids, -1))
+        return strings.texts(uniq, "").take(from_numpy(index))
+    if kind == INT:
+        ints, missing = as_integers(np.asarray(values))
+        return filled(integer_text(ints), missing, EMPTY)
+    places = decimal_places(kind, decimals)
+    units, missing = rounded(np.asarray(values), places)
+    return filled(decimal_text(units, places), missing, EMPTY)
+
+
+def delimited(cells: pa.Array, delimiter: str) -> pa.Array:
+    """Cells as Python's ``csv`` writer quotes them (``QUOTE_MINIMAL``): in double quotes, its
+    quotes doubled, a cell holding the delimiter, a quote or a line break; others as they are."""
+    special = pc.match_substring_regex(cells, f'[{delimiter}"\\r\\n]')
+    if not pc.any(special).as_py():
+        return cells
+    doubled = pc.replace_substring(cells, '"', '""')
+    return pc.if_else(special, pc.binary_join_element_wise(text('"'), doubled, text('"'), EMPTY), cells)
+
+
+def delimited_parts(result: Result, fmt: str, decimals: int = 1) -> Iterator[bytes | memoryview]:
+    """``csv`` or ``tsv``: the header of the column names, then a line per row (a summary's rows
+    are few: written in one piece)."""
+    delimiter = DELIMITERS[fmt]
+    names = delimited(pa.array([c.name for c in result.columns], pa.string()), delimiter).to_pylist()
+    yield (delimiter.join(names) + "\n").encode("utf-8")
+    if result.rows and result.columns:
+        cells = [delimited(plain_cells(c.kind, result.frame[c.name], result.strings, decimals), delimiter)
+                 for c in result.columns]
+        yield lines_bytes(pc.binary_join_element_wise(*cells, text(delimiter)))
+
+
+def shortened(cells: pa.Array) -> pa.Array:
+    """Text cells of the console: past :data:`WIDTH_LIMIT` characters, the first 99 and ``…``."""
+    long = pc.greater(pc.utf8_length(cells), WIDTH_LIMIT)
+    if not pc.any(long).as_py():
+        return cells
+    cut = pc.binary_join_element_wise(pc.utf8_slice_codeunits(cells, 0, WIDTH_LIMIT - 1), text(ELLIPSIS), EMPTY)
+    return pc.if_else(long, cut, cells)
+
+
+def centred(name: str, width: int) -> str:
+    """A heading in the middle of its column, the odd space on the right (as nsys centres)."""
+    left = (width - len(name)) // 2
+    return " " * left + name + " " * (width - len(name) - left)
+
+
+def column_parts(result: Result, decimals: int = 1) -> Iterator[bytes | memoryview]:
+    """nsys's console table: a heading line, a line of dashes, then the rows; every line begins
+    with a space, columns are two spaces apart and trailing spaces are dropped (nsys 2024)."""
+    cells = []
+    for column in result.columns:
+        plain = plain_cells(column.kind, result.frame[column.name], result.strings, decimals)
+        cells.append(shortened(printable(plain)) if column.kind == TEXT else plain)
+    widths = [max(len(column.name), (pc.max(pc.utf8_length(array)).as_py() or 0) if len(array) else 0)
+              for column, array in zip(result.columns, cells)]
+    heading = " " + GAP.join(centred(c.name, w) for c, w in zip(result.columns, widths))
+    dashes = " " + GAP.join("-" * w for w in widths)
+    yield f"{heading.rstrip()}\n{dashes}\n".encode("utf-8")
+    if result.rows and result.columns:
+        padded = [(pc.utf8_rpad if column.kind == TEXT else pc.utf8_lpad)(array, width)
+                  for column, array, width in zip(result.columns, cells, widths)]
+        lines = pc.binary_join_element_wise(text(" "), pc.binary_join_element_wise(*padded, text(GAP)), EMPTY)
+        yield lines_bytes(pc.utf8_rtrim_whitespace(lines))
