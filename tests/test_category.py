@@ -248,7 +248,7 @@ def test_corpus_matches_the_summary_script(path, tmp_path, monkeypatch):
     before = fingerprint(path)
     run = run_cli("stats", "-r", RULE, "--format", "csv", path)
     if run.code == 2:
-        assert "does not contain HGGC kernel data" in run.err and "Traceback" not in run.err
+        assert "does not contain CUDA kernel data" in run.err and "Traceback" not in run.err
         pytest.skip("no kernels: the script cannot run (it divides by the kernel time)")
     assert_same_as_script(path, tmp_path, monkeypatch)
     assert fingerprint(path) == before
@@ -296,7 +296,7 @@ def test_corpus_smoke(path):
     run = run_cli("stats", "-r", RULE, *script_config(), "--format", "csv", path)
     assert "Traceback" not in run.err
     if run.code == 2:
-        assert "does not contain HGGC kernel data" in run.err
+        assert "does not contain CUDA kernel data" in run.err
     else:
         assert run.code == 0, run.err
         assert run.out.startswith(HEADER) and '"other"' in run.out and run.out.count("\n") == 7

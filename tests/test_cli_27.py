@@ -128,7 +128,7 @@ def test_an_escaped_comma_is_part_of_the_file_name(report, tmp_path):
 def test_an_unknown_format_in_a_list_is_one_line(report):
     run = run_cli("stats", "-r", f"{KERN_SUM},{KERN_SUM}:base", "--format", "csv,yaml", report)
     assert (run.code, run.out) == (2, "") and run.err == \
-        "error: --format: unknown format 'yaml' (formats: column, csv, json, xlsx, py)\n"
+        "error: --format: unknown format 'yaml' (formats: column, csv, json, xlsx, py, tsv)\n"
 
 
 # -- 3. --version -----------------------------------------------------------------------------
@@ -153,9 +153,11 @@ def test_help_reports_all_prints_every_rules_help():
 
 def test_help_reports_without_a_value_lists_the_names():
     run = run_cli("stats", "--help-reports")
-    assert run.out.startswith("The following built-in rules are available:\n\n    hggc_ppu_kern_sum ")
+    assert run.out.startswith("The following built-in rules are available:\n\nThe asys reports (the asys reference's "
+                              "names, columns and formats):\n    hggc_ppu_kern_sum ")
     assert "    Options:" not in run.out
-    assert len(run.out.splitlines()) == 3 + sum(r.command != "analyze" for r in REGISTRY)  # and a blank line
+    # the title and a blank line, two families (a heading each, a blank line between), a closing blank line
+    assert len(run.out.splitlines()) == 6 + sum(r.command != "analyze" for r in REGISTRY)
 
 
 def test_docs_rules_md_is_the_text_of_help_reports_all():

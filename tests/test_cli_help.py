@@ -39,3 +39,11 @@ def test_compare_reads_device_specs(tmp_path):
     spec.write_text("not json")
     run = run_cli("compare", "--device-spec", spec, tmp_path / "a.asysrep", tmp_path / "b.asysrep")
     assert run.code == 2 and run.err.count("\n") == 1 and "--device-spec" in run.err
+
+
+def test_help_reports_lists_each_family_under_the_tool_it_mirrors():
+    lines = run_cli("stats", "--help-reports").out.splitlines()
+    asys = lines.index("The asys reports (the asys reference's names, columns and formats):")
+    nsys = lines.index("The nsys stats reports (NVIDIA's names, columns and formats, as `nsys stats` prints them):")
+    assert asys < lines.index("    hggc_ppu_kern_sum                      HGGC PPU Kernel Summary") < nsys
+    assert nsys < next(i for i, line in enumerate(lines) if line.startswith("    cuda_gpu_kern_sum "))

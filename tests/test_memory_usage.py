@@ -206,7 +206,7 @@ def test_corpus_runs(path, rule):
     run = run_cli("stats", "-r", rule, "--format", "csv", path)
     assert "Traceback" not in run.err
     if run.code == 2:
-        assert "does not contain device memory usage data" in run.err
+        assert "does not contain GPU memory usage data" in run.err
     else:
         assert run.code == 0, run.err
         assert run.out.splitlines()[0] in (SUMMARY, DETAIL)

@@ -188,7 +188,7 @@ def test_corpus_runs(path):
     run = run_cli("stats", "-r", "pccl_op_sum", "--format", "csv", path)
     assert "Traceback" not in run.err
     if run.code == 2:
-        assert "does not contain HGGC kernel data" in run.err
+        assert "does not contain CUDA kernel data" in run.err
     else:
         assert run.code == 0, run.err
         assert run.out.splitlines() == [HEADER]  # no PCCL annotations in the corpus

@@ -172,7 +172,7 @@ def test_corpus_smoke(path):
     run = run_cli("stats", "-r", RULE, "--format", "json", path)
     assert "Traceback" not in run.err
     if run.code == 2:
-        assert "does not contain HGGC kernel data" in run.err
+        assert "does not contain CUDA kernel data" in run.err
     else:
         assert run.code == 0, run.err
         got = {(r["Device"], r["Type"]): r["Time (ns)"] for r in json.loads(run.out)}

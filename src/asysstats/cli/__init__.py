@@ -22,6 +22,7 @@ from asysstats.api.reports import TS_SHIFT_MAX
 from asysstats.cli.arguments import Integer, RuleRequest, bool_value, parse_rule_args, settings_from
 from asysstats.cli.runs import ManyOptions, run_requests
 from asysstats.core.errors import AsysError, OutputClosed, escaped_control
+from asysstats.core.files import stop_signals_held
 from asysstats.reading.opening import expand_reports
 from asysstats.rulebook import CHECK_RULE, DEFAULT_STATS, REGISTRY
 
@@ -318,12 +319,8 @@ def settle_temp_folder() -> None:
     """Find the temp folder now, with the stop signals held: Python finds it by creating and
     removing a probe file there (:func:`tempfile.gettempdir`), which a signal landing in
     between would leave behind."""
-    held = set(STOP_SIGNALS) | {signal.SIGINT}
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, held)
-    try:
+    with stop_signals_held():
         tempfile.gettempdir()
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from asysstats.analysis.declarations import Option, Rule
+from asysstats.core.result import ASYS, NSYS_STATS
 from asysstats.rulebook import Registry
 
 VALUE_HINT = {"int": "<n>", "decimal": "<x>", "int_list": "<id/id/...>",
@@ -32,10 +33,21 @@ def rule_help(rule: Rule) -> str:
     return "\n".join(lines)
 
 
+FAMILIES = {ASYS: "The asys reports (the asys reference's names, columns and formats):",
+            NSYS_STATS: "The nsys stats reports (NVIDIA's names, columns and formats, as `nsys stats` prints them):"}
+
+
 def rules_list(registry: Registry, command: str) -> str:
+    """The rules of a command by family, each family under a line saying which tool it mirrors."""
     rules = command_rules(registry, command)
     width = max((len(r.name) for r in rules), default=0)
-    return "\n".join(f"    {r.name.ljust(width)}  {r.title}" for r in rules) + "\n"
+    blocks = []
+    for family, heading in FAMILIES.items():
+        members = [r for r in rules if r.mirrors == family]
+        if members:
+            lines = [f"    {r.name.ljust(width)}  {r.title}" for r in members]
+            blocks.append("\n".join(([heading] if len({r.mirrors for r in rules}) > 1 else []) + lines))
+    return "\n\n".join(blocks) + "\n"
 
 
 def command_rules(registry: Registry, command: str) -> list[Rule]:
