@@ -23,10 +23,11 @@ READS = {"memcpy": ("start", "end", "bytes", "copyKind"), "memset": ("start", "e
          "memcpy_kinds": KIND_READS["memcpy_kinds"]}
 
 
-def operations(inputs: Inputs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(operation label id, duration, bytes) of every memcpy and memset."""
+def operations(inputs: Inputs, api: str | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(operation label id, duration, bytes) of every memcpy and memset, the labels naming
+    ``api`` (default: the report's, :data:`API_WORDS`)."""
     memcpy, memset = inputs.table("memcpy"), inputs.table("memset")
-    api = API_WORDS.get(inputs.dialect, "HGGC")
+    api = api or API_WORDS.get(inputs.dialect, "HGGC")
     labels = np.concatenate([
         kind_label_ids(inputs, "memcpy_kinds", memcpy["copyKind"], f"[{api} memcpy {{}}]"),
         np.repeat(inputs.strings.intern([f"[{api} memset]"]), memset.rows)])

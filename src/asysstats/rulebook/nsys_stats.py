@@ -16,7 +16,6 @@ from typing import Any, Callable
 
 import numpy as np
 
-from asysstats.analysis.activity import kind_label_ids
 from asysstats.analysis.declarations import Option, Options, Rows, Rule, Stats, Summary, name_mode
 from asysstats.analysis.hgtx import load_ranges
 from asysstats.analysis.inputs import Inputs
@@ -24,8 +23,8 @@ from asysstats.analysis.names import demangle
 from asysstats.analysis.reads import HGTX_READS
 from asysstats.analysis.summary import StatColumns
 from asysstats.core.result import NSYS_STATS, TEXT, Column, Frame
-from asysstats.core.tables import EventTable
 from asysstats.rulebook.api import api_name_key
+from asysstats.rulebook.memory_ops import OPERATION, operations
 from asysstats.rulebook.memory_ops import READS as MEMORY_READS
 
 BASE = Option("base", "flag", "Summarise over the base name of the kernel (its shortName), rather than the "
@@ -155,29 +154,22 @@ OSRT_SUM = Rule(
 
 # cuda_gpu_mem_time_sum, cuda_gpu_mem_size_sum -----------------------------------------------------------
 
-OPERATION = Column("Operation", TEXT, "Name of the memory operation")
 TIME_STATS = StatColumns.nvidia("executions of this operation", count="Count")
 SIZE_STATS = StatColumns.nvidia("sizes of this operation", count="Count", unit="MB")
 
 
-def memory_rows(value: str) -> Callable[[Inputs, Options], Rows]:
+def memory_rows(value: int) -> Callable[[Inputs, Options], Rows]:
     """Per memcpy and memset NVIDIA's operation name (``[CUDA memcpy <copy kind>]``, ``[CUDA memset]``)
-    and its ``value``: ``duration`` or ``bytes``."""
+    and the ``value`` of :func:`operations` (1: duration, 2: bytes)."""
     def rows(inputs: Inputs, options: Options) -> Rows:
-        memcpy, memset = inputs.table("memcpy"), inputs.table("memset")
-        labels = np.concatenate([kind_label_ids(inputs, "memcpy_kinds", memcpy["copyKind"], "[CUDA memcpy {}]"),
-                                 np.repeat(inputs.strings.intern(["[CUDA memset]"]), memset.rows)])
-        return Rows((labels,), np.concatenate([of(memcpy, value), of(memset, value)]))
+        found = operations(inputs, api="CUDA")
+        return Rows((found[0],), found[value])
 
     return rows
 
 
-def of(table: EventTable, value: str) -> np.ndarray:
-    return table["end"] - table["start"] if value == "duration" else table["bytes"]
-
-
-TIME_SUMMARY = Summary(memory_rows("duration"), nvidia_frame(TIME_STATS, first_key("Operation"), by_text=True))
-SIZE_SUMMARY = Summary(memory_rows("bytes"), nvidia_frame(SIZE_STATS, first_key("Operation"), by_text=True))
+TIME_SUMMARY = Summary(memory_rows(1), nvidia_frame(TIME_STATS, first_key("Operation"), by_text=True))
+SIZE_SUMMARY = Summary(memory_rows(2), nvidia_frame(SIZE_STATS, first_key("Operation"), by_text=True))
 
 CUDA_GPU_MEM_TIME_SUM = Rule(
     name="cuda_gpu_mem_time_sum",

@@ -19,12 +19,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from asysstats.analysis.comparison import run_free_names
 from asysstats.analysis.declarations import DEVICE, NO_GRAPH_MAPPING, RANGE_EXCLUDE, RANGE_INCLUDE, ROWS, Options, Rule
 from asysstats.analysis.inputs import Inputs
 from asysstats.analysis.operators.analysis import READS, Analysis, analyse
 from asysstats.analysis.operators.common import OP, REQUIRES, AnalysisOptions, order_by, sorted_order
 from asysstats.analysis.operators.model import peak_arrays
-from asysstats.analysis.operators.parsers import without_run_ids
 from asysstats.compute.grouped import dense_group_ids
 from asysstats.compute.intervals import covered_length_by_group
 from asysstats.core.result import FIGURE, INT, PERCENT, TEXT, Column, Frame
@@ -102,8 +102,7 @@ def roofline_frame(inputs: Inputs, options: RooflineOptions) -> Frame:
         compute = 100.0 * tflops * TERA / peak
         memory = 100.0 * tbs * TERA / bandwidth
         ridge = peak / bandwidth
-    names = np.array([without_run_ids(text) for text in inputs.strings.lookup(texts["display"][group_entry])],
-                     dtype=object)
+    names = run_free_names(inputs.strings.lookup(texts["display"][group_entry]))
     name_ids = inputs.strings.intern(names.tolist()) if n else np.empty(0, np.int64)
     bound = np.where(np.isnan(intensity) | np.isnan(ridge), "-", np.where(intensity >= ridge, "compute", "memory"))
     frame = {
