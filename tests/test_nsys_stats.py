@@ -3,8 +3,14 @@ the other formats, the aliases, and the asys rules unchanged beside them."""
 
 from __future__ import annotations
 
+import csv
+import io
+import statistics
+
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from conftest import run_cli
 from asysstats.reading.schema import NSYS
@@ -183,3 +189,36 @@ def test_sample_deviation():
 
     _, stats = grouped_stats([np.array([0, 0, 0, 1])], np.array([2, 4, 9, 5]))
     assert np.allclose(sample_deviation(stats), [np.std([2, 4, 9], ddof=1), 0.0])
+
+
+KERNELS = st.lists(st.tuples(st.sampled_from(["k0", "k1", "k2"]), st.integers(0, 10_000), st.integers(0, 5_000)),
+                   min_size=1, max_size=30)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(KERNELS)
+def test_kernel_statistics_against_brute_force(tmp_path_factory, kernels):
+    """Random kernels (name, start, duration): per name the count, total, float average and median,
+    min, max and sample deviation as the statistics module computes them, rows by total descending."""
+    writer = ReportWriter(tmp_path_factory.mktemp("k") / "k.asysrep")
+    ids = writer.strings([name for name, _, _ in kernels])
+    writer.add("kernels", start=[s for _, s, _ in kernels], end=[s + d for _, s, d in kernels], deviceId=0,
+               demangledName=ids, shortName=ids, mangledName=ids, correlationId=list(range(len(kernels))),
+               globalPid=1000 << 24)
+    writer.close()
+    rows = list(csv.DictReader(io.StringIO(run_cli("stats", "-r", "cuda_gpu_kern_sum", "--format", "csv",
+                                                    writer.path).out)))
+    by_name: dict[str, list[int]] = {}
+    for name, _, duration in kernels:
+        by_name.setdefault(name, []).append(duration)
+    assert sorted(r["Name"] for r in rows) == sorted(by_name)
+    totals = [int(r["Total Time (ns)"]) for r in rows]
+    assert totals == sorted(totals, reverse=True)
+    for row in rows:
+        values = by_name[row["Name"]]
+        deviation = statistics.stdev(values) if len(values) > 1 else 0.0
+        assert (int(row["Instances"]), int(row["Total Time (ns)"]), int(row["Min (ns)"]), int(row["Max (ns)"])) == \
+            (len(values), sum(values), min(values), max(values))
+        for column, value in (("Avg (ns)", statistics.mean(values)), ("Med (ns)", statistics.median(values)),
+                              ("StdDev (ns)", deviation)):
+            assert float(row[column]) == pytest.approx(value, abs=0.05 + 1e-9 * value), column
