@@ -54,7 +54,7 @@ def test_merged_nsight_exports_name_nsys_options(tmp_path):
         writer.close()
         paths.append(writer.path)
     run = run_cli("stats", "--merge-reports", "-r", "hgtx_sum", *paths)
-    assert run.code == 2 and "do not contain NVTX data (collect with nsys profile --trace nvtx)" in run.err
+    assert run.code == 2 and "do not contain NV Tools Extension (NVTX) data (collect with nsys profile --trace nvtx)" in run.err
 
 
 def test_a_real_export_says_cuda():

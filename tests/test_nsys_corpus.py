@@ -157,3 +157,93 @@ def test_statistics_equal_sql(report, rule):
     for mine, theirs in zip(got, in_order(expected, scale)):
         assert mine[1] == theirs[1]
         assert all(abs(a - b) <= tolerance for a, b in zip(mine, theirs)), (mine, theirs)
+
+
+CPU_ONLY = NSYS_CORPUS / "sc23omp_cpuonly.stats" / "term.txt"
+SKIPPED = re.compile(r"^SKIPPED: (.+) does not contain (.+)\.$")
+
+
+@pytest.mark.skipif(not CPU_ONLY.is_file(), reason="../shared/corpus/nsys is absent")
+def test_cpu_only_export_skips_every_report_as_nsys_did():
+    """nsys 2023.3 printed, for a CPU-only export, a SKIPPED line per report naming what the
+    export lacks, and went on (exit 0): ours are the same lines, the path being ours."""
+    printed = [SKIPPED.match(line) for line in CPU_ONLY.read_text(encoding="utf-8").splitlines()]
+    expected = [found.group(2) for found in printed if found]
+    report = NSYS_CORPUS / "sc23omp_cpuonly.sqlite"
+    rules = [found.group(1) for found in map(EXECUTING.search, CPU_ONLY.read_text().splitlines()) if found]
+    assert rules == ["nvtx_sum", "cuda_api_sum", "cuda_gpu_kern_sum", "cuda_gpu_mem_time_sum", "cuda_gpu_mem_size_sum"]
+    run = run_cli("stats", "-r", ",".join(rules), report)
+    assert run.code == 0 and run.out == ""
+    lines = [SKIPPED.match(line) for line in run.err.splitlines()]
+    assert all(lines) and [found.group(1) for found in lines] == [str(report)] * 5
+    assert [found.group(2) for found in lines] == expected == [
+        "NV Tools Extension (NVTX) data", "CUDA trace data", "CUDA kernel data", "GPU memory data",
+        "GPU memory data"]
+
+
+LEGACY = NSYS_CORPUS / "openacc_nn_r20.stats" / "failed_forward_prop.out"
+# The legacy section titles of `nsys profile --stats=true` (before 2021) and our report names.
+LEGACY_SECTIONS = {"CUDA API Statistics:": "cuda_api_sum", "CUDA Kernel Statistics:": "cuda_gpu_kern_sum",
+                   "CUDA Memory Operation Statistics (by time):": "cuda_gpu_mem_time_sum",
+                   "CUDA Memory Operation Statistics (by size in KiB):": "cuda_gpu_mem_size_sum"}
+# What the legacy version printed otherwise than nsys 2024 (and we): its short copy names.
+LEGACY_NAMES = {"[CUDA memcpy HtoD]": "[CUDA memcpy Host-to-Device]"}
+
+
+def legacy_tables(path) -> dict[str, list[dict[str, str]]]:
+    """Each legacy table's rows as {heading: cell}, numbers in the es-ES locale made plain
+    (``25.369.833,0`` -> ``25369833.0``)."""
+    tables: dict[str, list[dict[str, str]]] = {}
+    lines = path.read_text(encoding="utf-8").splitlines()
+    for at, line in enumerate(lines):
+        if line.strip() not in LEGACY_SECTIONS:
+            continue
+        heading, dashes = lines[at + 2], lines[at + 3]
+        spans = [found.span() for found in re.finditer(r"-+", dashes)]
+        names = [heading[start:stop].strip() for start, stop in spans]
+        rows = []
+        for row in lines[at + 4:]:
+            if not row.strip():
+                break
+            values = [row[start:stop].strip() for start, stop in spans]
+            rows.append({name: value.replace(".", "").replace(",", ".") if re.fullmatch(r"[\d.,]+", value) else value
+                         for name, value in zip(names, values)})
+        tables[LEGACY_SECTIONS[line.strip()]] = rows
+    return tables
+
+
+def csv_rows(rule: str, report) -> list[dict[str, str]]:
+    return list(csv.DictReader(io.StringIO(ours(rule, report, "csv"))))
+
+
+@pytest.mark.skipif(not LEGACY.is_file(), reason="../shared/corpus/nsys is absent")
+@pytest.mark.parametrize("rule", list(LEGACY_SECTIONS.values()))
+def test_legacy_openacc_values_are_identical(rule):
+    """A pre-2021 nsys printed these tables (es-ES locale digits) for openacc_nn_r20. Every total,
+    count, minimum, maximum, name and the row order are ours. What differs is the legacy
+    version's: no median or deviation columns; Time(%) and Average cut to whole numbers (then
+    printed ',0'); sizes in KiB, each statistic computed in bytes and cut to a whole KiB (total
+    2,559,820 bytes printed 2.499,000; ours 2.560 MB); short copy names. The exact bytes are
+    checked against SQL by test_statistics_equal_sql."""
+    printed = legacy_tables(LEGACY)[rule]
+    mine = csv_rows(rule, NSYS_CORPUS / "openacc_nn_r20.sqlite")
+    name = "Operation" if "mem" in rule else "Name"
+    assert [LEGACY_NAMES.get(row[name], row[name]) for row in printed] == [row[name] for row in mine]
+    if rule == "cuda_gpu_mem_size_sum":
+        for row, ours_row in zip(printed, mine):
+            total, count, mean, low, high = (float(ours_row[c]) * 10 ** 6 for c in (
+                "Total (MB)", "Count", "Avg (MB)", "Min (MB)", "Max (MB)"))
+            assert int(row["Operations"]) == count / 10 ** 6
+            kib = [float(row[c]) for c in ("Total", "Average", "Minimum", "Maximum")]
+            # ours, printed to 1 kB (500 bytes either way), and the legacy cut to a whole KiB (up to 1 KiB less)
+            assert all(-500 / 1024 <= value / 1024 - legacy < 1 + 500 / 1024
+                       for legacy, value in zip(kib, (total, mean, low, high)))
+        return
+    count = "Instances" if rule == "cuda_gpu_kern_sum" else "Operations" if "mem" in rule else "Num Calls"
+    our_count = "Count" if "mem" in rule else count
+    for row, ours_row in zip(printed, mine):
+        assert row["Total Time (ns)"] == ours_row["Total Time (ns)"]
+        assert row[count] == ours_row[our_count]
+        assert (row["Minimum"], row["Maximum"]) == (ours_row["Min (ns)"], ours_row["Max (ns)"])
+        assert float(row["Average"]) == int(float(ours_row["Avg (ns)"]))
+        assert float(row["Time(%)"]) == int(float(ours_row["Time (%)"]))

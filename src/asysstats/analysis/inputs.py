@@ -17,9 +17,9 @@ import numpy as np
 
 from asysstats.analysis.declarations import Reads
 from asysstats.analysis.suspects import without_suspect_events
-from asysstats.core.errors import MissingData
 from asysstats.core.strings import StringPool
 from asysstats.core.tables import EventTable, empty_table, in_window
+from asysstats.reading.protocol import missing_data
 from asysstats.reading.schema import NSYS, TABLES, derived_names
 
 if TYPE_CHECKING:
@@ -116,7 +116,7 @@ class Inputs:
 
     def require(self, *names: str) -> None:
         if not any(self.report.has(n) for n in names):
-            raise MissingData(self.report.missing_message(names[0]))
+            raise missing_data(self.report, names[0])
 
     # -- what a rule reads ---------------------------------------------------------------
     def reading(self, name: str, columns: Sequence[str] = ()) -> tuple[str, ...]:

@@ -16,7 +16,12 @@ class AsysError(Exception):
 
 
 class MissingData(AsysError):
-    """None of the tables a rule reads exist in the report."""
+    """None of the tables a rule reads exist in the report. ``lacking``: what it lacks, in the
+    words of the report's profiler (``CUDA kernel data``), for nsys's ``SKIPPED:`` line."""
+
+    def __init__(self, message: str, lacking: str = "") -> None:
+        super().__init__(message)
+        self.lacking = lacking or message
 
 
 class OutputClosed(Exception):

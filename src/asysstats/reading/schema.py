@@ -205,13 +205,14 @@ TABLES: dict[str, TableSpec] = {t.name: t for t in (
 )}
 
 # What an Nsight export lacks and the nsys option that collects it, in NVIDIA's words (the
-# TableSpec's own words are the asys profiler's): the hint of a "does not contain" error.
+# TableSpec's own words are the asys profiler's): the hint of a "does not contain" error. The
+# first five are the words of nsys stats' own "SKIPPED: <file> does not contain ..." lines.
 NSYS_WORDS = {
     "kernels": ("CUDA kernel data", "nsys profile --trace cuda"),
-    "memcpy": ("CUDA memcpy data", "nsys profile --trace cuda"),
-    "memset": ("CUDA memset data", "nsys profile --trace cuda"),
-    "runtime": ("CUDA API data", "nsys profile --trace cuda"),
-    "hgtx": ("NVTX data", "nsys profile --trace nvtx"),
+    "memcpy": ("GPU memory data", "nsys profile --trace cuda"),
+    "memset": ("GPU memory data", "nsys profile --trace cuda"),
+    "runtime": ("CUDA trace data", "nsys profile --trace cuda"),
+    "hgtx": ("NV Tools Extension (NVTX) data", "nsys profile --trace nvtx"),
     "osrt": ("OS runtime data", "nsys profile --trace osrt"),
     "graph_nodes": ("CUDA graph node data", "nsys profile --trace cuda --cuda-graph-trace node"),
     "callchains": ("CUDA call-stack data", "nsys profile --trace cuda --cudabacktrace all"),

@@ -24,13 +24,14 @@ import pyarrow.compute as pc
 
 from asysstats.compute.arrow import from_numpy, to_numpy
 from asysstats.compute.distinct import DERIVED_BASE
-from asysstats.core.errors import AsysError, MissingData
+from asysstats.core.errors import AsysError
 from asysstats.core.files import private_folder, stop_signals_held
 from asysstats.core.input_files import check_input_file
 from asysstats.core.memory import release_memory
 from asysstats.core.strings import StringPool
 from asysstats.core.tables import EventTable
 from asysstats.reading.cache import ColumnCache
+from asysstats.reading.protocol import missing_data
 from asysstats.reading.schema import (
     ASYSREP,
     DIALECT_MARKERS,
@@ -227,7 +228,7 @@ class SqliteReport:
         if key not in self._cache:
             physical = self.physical_tables(logical)
             if not physical:
-                raise MissingData(self.missing_message(logical))
+                raise missing_data(self, logical)
             parts = [self._load_physical(spec, table, [spec.column(c) for c in cols]) for table in physical]
             self._cache[key] = derive_ids(EventTable.concat(parts))
             release_memory()

@@ -15,7 +15,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from asysstats.core.errors import AsysError, MissingData
+from asysstats.core.errors import AsysError
 from asysstats.core.input_files import check_input_file
 from asysstats.core.strings import StringPool
 from asysstats.core.tables import EventTable
@@ -24,6 +24,7 @@ from asysstats.reading.kineto import cache as kineto_cache
 from asysstats.reading.kineto.collect import Collector, as_int
 from asysstats.reading.kineto.parse import TraceStream
 from asysstats.reading.kineto.tables import Table, build_tables, distributed_info, global_tid
+from asysstats.reading.protocol import missing_data
 from asysstats.reading.schema import TABLES, derive_ids
 
 KINETO = "kineto"
@@ -125,7 +126,7 @@ class KinetoReport:
         key = (logical, cols)
         if key not in self._cache:
             if not self.has(logical):
-                raise MissingData(self.missing_message(logical))
+                raise missing_data(self, logical)
             full = self._tables[logical]
             rows = len(next(iter(full.values())))
             out = {}

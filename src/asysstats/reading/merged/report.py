@@ -19,11 +19,12 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-from asysstats.core.errors import AsysError, MissingData
+from asysstats.core.errors import AsysError
 from asysstats.core.strings import StringPool
 from asysstats.core.tables import EventTable
 from asysstats.reading.merged import worker
 from asysstats.reading.merged.identity import JobIds, Placement, placements
+from asysstats.reading.protocol import missing_data
 from asysstats.reading.schema import TABLES, missing_words
 from asysstats.reading.sqlite import missing_message
 
@@ -92,7 +93,7 @@ class MergedReport:
         key = (logical, cols)
         if key not in self._tables:
             if not self.has(logical):
-                raise MissingData(self.missing_message(logical))
+                raise missing_data(self, logical)
             self._tables[key] = one_report(logical, self._concat(self.parts(logical, cols)))
         return self._tables[key]
 
