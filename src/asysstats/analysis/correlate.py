@@ -179,12 +179,12 @@ def project(pairs: Pairs, activities: EventTable, n_ranges: int) -> Projection:
 
 
 def filter_windows(inputs: "Inputs", spec: str) -> tuple[tuple[int, int], tuple[int, int]]:
-    """``--filter-hgtx``: the named range's own span (for CPU-side events) and its
-    projection, first to last correlated PPU activity (for PPU-side events). A range
-    with no correlated activity projects onto its own span. ``inputs``: the engine's view
-    (the windows are the run's, not a rule's)."""
+    """``--filter-hgtx``: the named ranges' own span, first start to last end (for CPU-side
+    events), and their projection, first to last correlated PPU activity (for PPU-side
+    events). Ranges with no correlated activity project onto their own span. ``inputs``:
+    the engine's view (the windows are the run's, not a rule's)."""
     found = find_filter_range(inputs, spec)
-    cpu = (int(found["start"][0]), int(found["end"][0]))
+    cpu = (int(found["start"].min()), int(found["end"].max()))
     parts = [inputs.whole(k, ACTIVITY_COLUMNS) for k in PPU_KINDS if inputs.has(k)]
     if not parts:
         return cpu, cpu
@@ -192,5 +192,6 @@ def filter_windows(inputs: "Inputs", spec: str) -> tuple[tuple[int, int], tuple[
     pairs = correlate(inputs, found, activities)
     if len(pairs.activity_row) == 0:
         return cpu, cpu
-    proj = project(pairs, activities, 1)
-    return cpu, (int(proj.start[0]), int(proj.end[0]))
+    proj = project(pairs, activities, found.rows)
+    projected = proj.count > 0
+    return cpu, (int(proj.start[projected].min()), int(proj.end[projected].max()))

@@ -191,6 +191,7 @@ def name_filter(inputs: "Inputs", names: np.ndarray, include: "Sequence[regex.Pa
 
 
 # -- --filter-hgtx --------------------------------------------------------------------------
+NVTX_FILTER = "--filter-nvtx"  # nsys's name of the filter, whose form takes a count
 def filter_names(strings: StringPool, ranges: EventTable) -> dict[str, int]:
     """Name id of each distinct range by the way ``--filter-hgtx`` spells it:
     ``range@domain`` inside a domain, else the plain name."""
@@ -207,24 +208,33 @@ def filter_names(strings: StringPool, ranges: EventTable) -> dict[str, int]:
 
 
 def find_filter_range(inputs: "Inputs", spec: str) -> EventTable:
-    """The one range ``--filter-hgtx name[@domain][/index]`` names (the index-th, from 0,
-    by start time); a one-line error naming the nearest existing names when there is none."""
-    text, index = spec, 0
-    head, slash, tail = spec.rpartition("/")
-    if slash and tail.strip().isascii() and tail.strip().isdigit():
-        text, index = head, parse_int(tail, "--filter-hgtx: the index", minimum=0)
+    """The ranges ``--filter-hgtx name[@domain][/index]`` names (the index-th, from 0, by start
+    time), or ``--filter-nvtx name[@domain][/index[/count]]`` (``count`` of them from the
+    index-th); a one-line error naming the nearest existing names when there is none."""
+    option = inputs.settings.range_filter
+    text, index, count = spec, 0, 1
+    parts = spec.split("/")
+    numbers = 0  # the trailing numbers: index, and (nsys's form) count
+    while numbers < min(len(parts) - 1, 2 if option == NVTX_FILTER else 1) and \
+            parts[-1 - numbers].strip().isascii() and parts[-1 - numbers].strip().isdigit():
+        numbers += 1
+    if numbers:
+        text = "/".join(parts[:-numbers])
+        index, count = (parse_int(part, f"{option}: the {what}", minimum=minimum) for part, what, minimum in
+                        zip(parts[-numbers:] + ["1"], ("index", "count"), (0, 1)))
+    words = "NVTX" if option == NVTX_FILTER else "HGTX"
     ranges = all_ranges(inputs)
     spelled = filter_names(inputs.strings, ranges) if ranges.rows else {}
     if text not in spelled:
         near = difflib.get_close_matches(text, list(spelled), n=3, cutoff=0.5)
         hint = f" (nearest: {', '.join(near)})" if near else ""
-        raise AsysError(f"--filter-hgtx: {inputs.path.name} has no HGTX range named {quoted(text)}{hint}")
+        raise AsysError(f"{option}: {inputs.path.name} has no {words} range named {quoted(text)}{hint}")
     rows = np.flatnonzero(ranges["name"] == spelled[text])
     rows = rows[np.lexsort((ranges["rangeId"][rows], ranges["start"][rows]))]
-    if index >= len(rows):
-        raise AsysError(f"--filter-hgtx: HGTX range {quoted(text)} has {len(rows)} instance(s), "
-                        f"index {index} is out of range")
-    return ranges.take(rows[index:index + 1])
+    if index + count > len(rows):
+        asked = f"index {index}" if count == 1 else f"{count} from index {index}"
+        raise AsysError(f"{option}: {words} range {quoted(text)} has {len(rows)} instance(s), {asked} is out of range")
+    return ranges.take(rows[index:index + count])
 
 
 def range_stacks(inputs: "Inputs", range_ids: np.ndarray | Gathered) -> StackColumn:

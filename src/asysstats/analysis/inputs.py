@@ -19,8 +19,7 @@ from asysstats.analysis.declarations import Reads
 from asysstats.analysis.suspects import without_suspect_events
 from asysstats.core.strings import StringPool
 from asysstats.core.tables import EventTable, empty_table, in_window
-from asysstats.reading.protocol import missing_data
-from asysstats.reading.schema import NSYS, TABLES, derived_names
+from asysstats.reading.schema import NSYS, TABLES, derived_names, missing_data
 
 if TYPE_CHECKING:
     from asysstats.reading.protocol import ReportSource
@@ -38,6 +37,7 @@ class Settings:
 
     filter_time: tuple[int | None, int | None] | None = None
     filter_hgtx: str | None = None
+    range_filter: str = "--filter-hgtx"  # the option that gave filter_hgtx: its messages name it (or --filter-nvtx)
     callstack_groups: tuple[tuple[str, str], ...] = ()
     ppu_op_config: tuple[tuple[str, str], ...] = ()
     kernel_groups: tuple[tuple[str, str], ...] = ()

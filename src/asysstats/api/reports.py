@@ -111,7 +111,7 @@ def open(path: PathLike | Sequence[PathLike], *, cache: bool = True, merge: bool
 
     ``cache``: keep the columns read in the columnar cache. ``ts_normalize``: timestamps as UTC
     ns; ``ts_shift``: ns added to the timestamps (one per path). ``settings``: ``filter_time``,
-    ``filter_hgtx``, ``kernel_groups``, ``ppu_op_config``, ``callstack_groups``, ``device_spec``,
+    ``filter_hgtx`` (or ``filter_nvtx``), ``kernel_groups``, ``ppu_op_config``, ``callstack_groups``, ``device_spec``,
     ``keep_suspect_events``, ``linked_only`` (:func:`settings_of`)."""
     paths = [path] if isinstance(path, (str, os.PathLike)) else list(path)
     if not paths:
@@ -150,11 +150,12 @@ Pairs = Mapping[str, str] | Iterable[tuple[str, str]]
 
 
 def settings_of(*, filter_time: tuple[int | None, int | None] | None = None, filter_hgtx: str | None = None,
-                kernel_groups: Pairs = (), ppu_op_config: Pairs = (), callstack_groups: Pairs = (),
-                device_spec: str | os.PathLike[str] | None = None, keep_suspect_events: bool = False,
-                linked_only: bool = False) -> Settings:
+                filter_nvtx: str | None = None, kernel_groups: Pairs = (), ppu_op_config: Pairs = (),
+                callstack_groups: Pairs = (), device_spec: str | os.PathLike[str] | None = None,
+                keep_suspect_events: bool = False, linked_only: bool = False) -> Settings:
     """``filter_time``: ``(start, end)`` ns from the start of the capture (either None: open);
-    ``filter_hgtx``: ``range[@domain][/index]``; ``kernel_groups`` (``name -> regex``),
+    ``filter_hgtx``: ``range[@domain][/index]``, or nsys's ``filter_nvtx``:
+    ``range[@domain][/index[/count]]``; ``kernel_groups`` (``name -> regex``),
     ``ppu_op_config`` (``type -> kernel:<regex>`` or ``hgtx:<regex>``), ``callstack_groups``
     (``group -> frame_re/frame_re``): a mapping, or ``(name, value)`` pairs where a name
     repeats; ``device_spec``: a JSON file of device peaks; ``keep_suspect_events``;
@@ -165,7 +166,10 @@ def settings_of(*, filter_time: tuple[int | None, int | None] | None = None, fil
         from asysstats.analysis.operators.catalog import read_device_spec  # operator modules: start-up time
 
         specs = read_device_spec(os.fspath(device_spec))
-    return Settings(filter_time=time_window(filter_time), filter_hgtx=filter_hgtx,
+    if filter_hgtx and filter_nvtx:
+        raise AsysError("filter_nvtx and filter_hgtx (--filter-nvtx, --filter-hgtx) name one filter: give one")
+    return Settings(filter_time=time_window(filter_time), filter_hgtx=filter_hgtx or filter_nvtx,
+                    range_filter="--filter-nvtx" if filter_nvtx else "--filter-hgtx",
                     callstack_groups=pairs(callstack_groups, "callstack_groups"),
                     ppu_op_config=pairs(ppu_op_config, "ppu_op_config"),
                     kernel_groups=pairs(kernel_groups, "kernel_groups"),

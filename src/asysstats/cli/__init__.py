@@ -78,6 +78,10 @@ def common_options(func):
                      help="Overwrite existing output files."),
         click.option("--filter-time", help="<start>/<end> in ns from the start of capture."),
         click.option("--filter-hgtx", help="<range>[@<domain>][/<index>]: analyse inside that HGTX range."),
+        click.option("--filter-nvtx", help="<range>[@<domain>][/<index>[/<count>]]: nsys's name of --filter-hgtx; "
+                     "with count, from the index-th range's start to the end of the count-th from it."),
+        click.option("--timeunit", metavar="UNIT", help="Times of NVIDIA's report names in nsec (default), usec, "
+                     "msec or seconds (a prefix naming one unit will do), as nsys stats --timeunit."),
         click.option("--callstack-group-config", "callstack", multiple=True, help="group=frame_re/frame_re/..."),
         click.option("--ppu-op-config", "opconfig", multiple=True, help="Type=kernel:<re> or Type=hgtx:<re>."),
         click.option("--kernel-group-config", "kernel_groups", multiple=True, help="name=regex, or @file."),
@@ -110,7 +114,7 @@ def common_options(func):
 def execute(command: str, rule_args, reports, formats, outputs, force, filter_time, filter_hgtx, callstack,
             opconfig, kernel_groups, help_reports, help_report, help_formats, no_cache, keep_suspect_events, check=False,
             device_spec=None, merge_reports=False, ts_normalize="false", ts_shift=(), scheduler=None,
-            skip_bad_reports=False) -> None:
+            skip_bad_reports=False, filter_nvtx=None, timeunit=None) -> None:
     if help_formats:
         click.echo(FORMATS_HELP)
         return
@@ -125,16 +129,17 @@ def execute(command: str, rule_args, reports, formats, outputs, force, filter_ti
     if check:
         requests.insert(0, RuleRequest(CHECK_RULE))
     settings = settings_from(filter_time, filter_hgtx, callstack, opconfig, kernel_groups, keep_suspect_events,
-                             device_spec)
+                             device_spec, filter_nvtx)
     many = ManyOptions(merge_reports, bool_value(ts_normalize, "--ts-normalize"), tuple(ts_shift), scheduler,
                        skip_bad_reports)
     rerun = [*(("--filter-time", filter_time) if filter_time else ()),
              *(("--filter-hgtx", filter_hgtx) if filter_hgtx else ()),
+             *(("--filter-nvtx", filter_nvtx) if filter_nvtx else ()),
              *(("--keep-suspect-events",) if keep_suspect_events else ())]  # what changes the rows of the default set
     with capped_cache(not no_cache):
         run_requests(command, expand_reports(reports), requests, formats, outputs,
                      bool_value(force, "--force-overwrite"), settings, default_set, cache=not no_cache, many=many,
-                     rerun=rerun)
+                     rerun=rerun, timeunit=timeunit)
 
 
 @contextlib.contextmanager

@@ -77,9 +77,9 @@ def parse_filter_time(text: str | None) -> tuple[int | None, int | None] | None:
 
 def settings_from(filter_time: str | None, filter_hgtx: str | None, callstack: Sequence[str], opconfig: Sequence[str],
                   kernel_groups: Sequence[str], keep_suspect_events: bool = False,
-                  device_spec: str | None = None) -> dict[str, Any]:
+                  device_spec: str | None = None, filter_nvtx: str | None = None) -> dict[str, Any]:
     """The run settings of the command line's options, as :func:`asysstats.open` takes them."""
-    return {"filter_time": parse_filter_time(filter_time), "filter_hgtx": filter_hgtx,
+    return {"filter_time": parse_filter_time(filter_time), "filter_hgtx": filter_hgtx, "filter_nvtx": filter_nvtx,
             "callstack_groups": parse_pairs(callstack, "--callstack-group-config"),
             "ppu_op_config": parse_pairs(opconfig, "--ppu-op-config"),
             "kernel_groups": parse_pairs(kernel_groups, "--kernel-group-config"),

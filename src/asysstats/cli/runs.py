@@ -60,10 +60,20 @@ def pad(values: Sequence[Any], count: int) -> list[Any]:
 
 def run_requests(command: str, reports: Sequence[str], requests: list[RuleRequest], formats: Sequence[str],
                  outputs: Sequence[str], force: bool, settings: dict[str, Any], default_set: bool, cache: bool,
-                 many: ManyOptions = ManyOptions(), rerun: Sequence[str] = ()) -> None:
+                 many: ManyOptions = ManyOptions(), rerun: Sequence[str] = (), timeunit: str | None = None) -> None:
     """Check every rule, option, format and output, open the reports, run each rule on each
-    (``rerun``: the options that change the rows, for the hints of the brief summary)."""
+    (``rerun``: the options that change the rows, for the hints of the brief summary;
+    ``timeunit``: nsys's, for the rules that mirror its reports)."""
     rules = [find_rule(r.name, command) for r in requests]
+    unit = "nsec"
+    if timeunit is not None:
+        from asysstats.writing.nsys import time_unit  # the runs with --timeunit only
+
+        unit = time_unit(timeunit)
+    for rule in rules:
+        if unit != "nsec" and rule.mirrors != NSYS_STATS:
+            raise AsysError(f"--timeunit: rule '{rule.name}' prints its times in ns, as the asys reference does; "
+                            "--timeunit applies to NVIDIA's report names (asys stats --help-reports)")
     parsed = [rule.parse_options(r.options) for rule, r in zip(rules, requests)]
     outs = pad(output_items(outputs), len(requests))
     fmts = [parse_format(f) if f else (default_format(out), 1)
@@ -81,7 +91,7 @@ def run_requests(command: str, reports: Sequence[str], requests: list[RuleReques
     opened = open_reports(reports, many, cache, settings, lambda line: click.echo(line, err=True))
     try:
         run_opened(opened, rules, parsed, fmts, outs, force, default_set, [Path(path) for path in reports],
-                   f"asys {command}", tuple(rerun))
+                   f"asys {command}", tuple(rerun), unit)
     finally:
         for report in opened:
             report.close()
@@ -112,7 +122,7 @@ def open_reports(paths: Sequence[str], many: ManyOptions, cache: bool, settings:
 
 def run_opened(opened: list[Report], rules: list[Rule[Any]], parsed: list[Options], fmts: list[tuple[str, int]],
                outs: list[str | None], force: bool, default_set: bool, read: list[Path], command: str = "asys stats",
-               rerun: tuple[str, ...] = ()) -> None:
+               rerun: tuple[str, ...] = (), unit: str = "nsec") -> None:
     planned = destinations(opened, rules, [fmt for fmt, _ in fmts], outs, force, read)
     console = [fmt for (fmt, _), dests in zip(fmts, planned) for dest in dests if dest.kind == CONSOLE]
     document = JsonDocument() if len(console) > 1 and set(console) == {"json"} else None
@@ -139,6 +149,10 @@ def run_opened(opened: list[Report], rules: list[Rule[Any]], parsed: list[Option
                 click.echo(f"SKIPPED: {exc}", err=True)
                 continue
             notes += result.notes
+            if unit != "nsec":
+                from asysstats.writing.nsys import in_time_unit
+
+                result = in_time_unit(result, unit)
             if dest.kind == BOOK:
                 books.setdefault(dest.target, []).append((dest.key, result, decimals))
                 continue

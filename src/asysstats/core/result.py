@@ -27,6 +27,8 @@ PERCENT = "percent"  # one decimal (the --format ratio unit changes the decimals
 RATIO = "ratio"      # one decimal
 DECIMAL = "decimal"  # a measured value, one decimal
 FIGURE = "figure"    # a modelled or derived figure (GFLOPs, TFLOP/s, TB/s), three decimals
+SIX_PLACES = "six_places"    # six decimals: a time in ms to the ns (--timeunit)
+NINE_PLACES = "nine_places"  # nine decimals: a time in s to the ns
 TEXT = "text"        # quoted; string ids are resolved through the report's string pool
 # Comparison cells (docs/decisions.md D5): an (n, 2) array of base and target values, each side
 # formatted with the inner kind and joined as "base / target"; a missing side prints "-".
@@ -35,7 +37,8 @@ PAIR_PERCENT = "pair_percent"
 PAIR_FIGURE = "pair_figure"
 PAIR_TEXT = "pair_text"  # text values (str or None), never string ids: the sides have different pools
 PAIR_INNER = {PAIR_INT: INT, PAIR_PERCENT: PERCENT, PAIR_FIGURE: FIGURE, PAIR_TEXT: TEXT}
-COLUMN_KINDS = (INT, PERCENT, RATIO, DECIMAL, FIGURE, TEXT) + tuple(PAIR_INNER)
+COLUMN_KINDS = (INT, PERCENT, RATIO, DECIMAL, FIGURE, SIX_PLACES, NINE_PLACES, TEXT) + tuple(PAIR_INNER)
+PLACES = {FIGURE: 3, SIX_PLACES: 6, NINE_PLACES: 9}  # the decimals of kinds printed with more than one
 # The tool whose output a rule mirrors (docs/decisions.md D31): the asys reference's formats, or
 # ``nsys stats``'s (CSV, TSV, JSON and console columns as NVIDIA writes them, asysstats.writing.nsys).
 ASYS, NSYS_STATS = "asys", "nsys"
@@ -44,7 +47,7 @@ MIRRORS = (ASYS, NSYS_STATS)
 
 def decimal_places(kind: str, percent_places: int) -> int:
     """The printed decimals of a numeric kind other than INT (percentages: as asked)."""
-    return percent_places if kind == PERCENT else 3 if kind == FIGURE else 1
+    return percent_places if kind == PERCENT else PLACES.get(kind, 1)
 
 # A computed table before it is shaped into a result: column name -> numpy array (or an Arrow
 # string array, or a column gathered a slice at a time: asysstats.core.result.Gathered).

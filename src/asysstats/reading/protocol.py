@@ -12,10 +12,8 @@ from typing import Callable, Mapping, Protocol, Sequence
 
 import numpy as np
 
-from asysstats.core.errors import MissingData
 from asysstats.core.strings import StringPool
 from asysstats.core.tables import EventTable
-from asysstats.reading.schema import TABLES, missing_words
 
 
 class ReportSource(Protocol):
@@ -49,9 +47,3 @@ class ReportSource(Protocol):
 
     def close(self) -> None:
         """Free what the report holds open."""
-
-
-def missing_data(report: ReportSource, logical: str) -> MissingData:
-    """The error of ``report`` lacking the logical table: its one-line message, and what it
-    lacks in the words of the report's profiler."""
-    return MissingData(report.missing_message(logical), lacking=missing_words(TABLES[logical], report.dialect)[0])

@@ -12,11 +12,15 @@ loaded column is numeric.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Collection
+from typing import TYPE_CHECKING, Collection
 
 import numpy as np
 
+from asysstats.core.errors import MissingData
 from asysstats.core.tables import EventTable
+
+if TYPE_CHECKING:
+    from asysstats.reading.protocol import ReportSource
 
 ASYSREP = "asysrep"
 NSYS = "nsys"
@@ -227,6 +231,12 @@ NSYS_WORDS = {
 def missing_words(spec: TableSpec, dialect: str) -> tuple[str, str]:
     """What the report lacks and how to collect it, in the words of the report's profiler."""
     return NSYS_WORDS.get(spec.name, (spec.what, spec.collect)) if dialect == NSYS else (spec.what, spec.collect)
+
+
+def missing_data(report: "ReportSource", logical: str) -> MissingData:
+    """The error of ``report`` lacking the logical table: its one-line message, and what it
+    lacks in the words of the report's profiler."""
+    return MissingData(report.missing_message(logical), lacking=missing_words(TABLES[logical], report.dialect)[0])
 
 
 # Names of the enumerations as Nsight Systems numbers them, for exports without ENUM_* tables.

@@ -31,7 +31,6 @@ from asysstats.core.memory import release_memory
 from asysstats.core.strings import StringPool
 from asysstats.core.tables import EventTable
 from asysstats.reading.cache import ColumnCache
-from asysstats.reading.protocol import missing_data
 from asysstats.reading.schema import (
     ASYSREP,
     DIALECT_MARKERS,
@@ -40,6 +39,7 @@ from asysstats.reading.schema import (
     Col,
     TableSpec,
     derive_ids,
+    missing_data,
     missing_words,
 )
 from asysstats.reading.sqlite_columns import TableReader

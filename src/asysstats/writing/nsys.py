@@ -6,10 +6,12 @@ to 100 characters with ``…``). JSON is the asys writer's (:func:`~asysstats.wr
 
 A cell is printed from its column's kind as the asys writers print it (integers bare, one
 decimal, three for MB); a missing cell is empty, as NVIDIA's writers print SQL's NULL.
+``--timeunit`` shows the columns in ns in another unit (:func:`in_time_unit`).
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Iterator
 
 import numpy as np
@@ -18,7 +20,8 @@ import pyarrow.compute as pc
 
 from asysstats.compute.arrow import from_numpy, lines_bytes, text
 from asysstats.compute.distinct import distinct
-from asysstats.core.result import INT, TEXT, Result, decimal_places
+from asysstats.core.errors import AsysError, quoted
+from asysstats.core.result import DECIMAL, FIGURE, INT, NINE_PLACES, SIX_PLACES, TEXT, Column, Result, decimal_places
 from asysstats.core.strings import StringPool
 from asysstats.writing.format import as_integers, decimal_text, filled, integer_text, printable, rounded
 
@@ -99,3 +102,59 @@ def column_parts(result: Result, decimals: int = 1) -> Iterator[bytes | memoryvi
                   for column, array, width in zip(result.columns, cells, widths)]
         lines = pc.binary_join_element_wise(text(" "), pc.binary_join_element_wise(*padded, text(GAP)), EMPTY)
         yield lines_bytes(pc.utf8_rtrim_whitespace(lines))
+
+
+# nsys's --timeunit: its unit names, each taken by any prefix that names no other unit
+# ("us", "milli", "sec"); the heading's unit, the divisor of ns and the printed kind that keeps
+# the nanoseconds (docs/decisions.md D37).
+TIME_UNIT_NAMES = {"nsec": "nsec", "nanoseconds": "nsec", "usec": "usec", "microseconds": "usec", "msec": "msec",
+                   "milliseconds": "msec", "seconds": "seconds"}
+TIME_UNITS = {"usec": ("us", 10 ** 3, FIGURE), "msec": ("ms", 10 ** 6, SIX_PLACES),
+              "seconds": ("s", 10 ** 9, NINE_PLACES)}
+NANOSECONDS = " (ns)"
+
+
+def time_unit(text: str) -> str:
+    """The unit ``--timeunit`` names (``nsec``, ``usec``, ``msec``, ``seconds``), as nsys matches
+    prefixes; an error naming the units when ``text`` names none or several."""
+    named = {unit for name, unit in TIME_UNIT_NAMES.items() if name.startswith(text.strip().lower())}
+    if len(named) != 1 or not text.strip():
+        raise AsysError(f"--timeunit {quoted(text)}: expected one of {', '.join(TIME_UNIT_NAMES)} (or a prefix "
+                        "naming only one)")
+    return named.pop()
+
+
+class InUnit:
+    """A column of nanoseconds read in another unit, a slice at a time as the writers read."""
+
+    __slots__ = ("values", "divisor")
+
+    def __init__(self, values: object, divisor: int) -> None:
+        self.values, self.divisor = values, divisor
+
+    def __len__(self) -> int:
+        return len(self.values)  # type: ignore[arg-type]
+
+    def __getitem__(self, key: slice) -> np.ndarray:
+        return np.asarray(self.values[key], dtype=np.float64) / self.divisor  # type: ignore[index]
+
+    def __array__(self, dtype: np.dtype | None = None, copy: bool | None = None) -> np.ndarray:
+        values = self[:]
+        return values if dtype is None else values.astype(dtype, copy=False)
+
+
+def in_time_unit(result: Result, unit: str) -> Result:
+    """``result`` with its columns in ns (``... (ns)``, integers or decimals) in ``unit``:
+    renamed (``Avg (us)``), divided, printed to the nanosecond."""
+    if unit not in TIME_UNITS:
+        return result
+    heading, divisor, kind = TIME_UNITS[unit]
+    columns, frame = [], dict(result.frame)
+    for column in result.columns:
+        if column.name.endswith(NANOSECONDS) and column.kind in (INT, DECIMAL):
+            name = f"{column.name[:-len(NANOSECONDS)]} ({heading})"
+            frame[name] = InUnit(frame.pop(column.name), divisor)
+            column = Column(name, kind, column.help.replace("(ns)", f"({heading})"))
+        columns.append(column)
+    return replace(result, columns=tuple(columns), frame=frame, share=result.share and result.share.replace(
+        NANOSECONDS, f" ({heading})"))

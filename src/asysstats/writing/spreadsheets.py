@@ -22,7 +22,7 @@ import numpy as np
 
 from asysstats.core.errors import AsysError
 from asysstats.core.files import stop_signals_held
-from asysstats.core.result import DECIMAL, FIGURE, INT, PAIR_INNER, PAIR_TEXT, PERCENT, RATIO, TEXT, Column, Result
+from asysstats.core.result import DECIMAL, INT, PAIR_INNER, PAIR_TEXT, PERCENT, PLACES, RATIO, TEXT, Column, Result
 from asysstats.writing.format import DASH, pair_sides, rows_as_records, typed_column
 
 XLSX_ROWS = 1 << 20  # the rows of a spreadsheet's sheet (Excel, LibreOffice), the header one of them
@@ -82,7 +82,8 @@ def number_formats(decimals: int) -> dict[str, str]:
     """The number format of each numeric kind: thousands separators, one decimal (``decimals``
     for percentages, as ``csv:ratio=.N%`` asks)."""
     places = "0." + "0" * decimals if decimals > 0 else "0"
-    return {INT: "#,##0", PERCENT: places, RATIO: "0.0", DECIMAL: "#,##0.0", FIGURE: "#,##0.000"}
+    return {INT: "#,##0", PERCENT: places, RATIO: "0.0", DECIMAL: "#,##0.0"} | {
+        kind: "#,##0." + "0" * count for kind, count in PLACES.items()}
 
 
 def row_values(result: Result, columns: list[SheetColumn], rows: slice, decimals: int) -> list[list[object]]:

@@ -24,8 +24,7 @@ from asysstats.reading.kineto import cache as kineto_cache
 from asysstats.reading.kineto.collect import Collector, as_int
 from asysstats.reading.kineto.parse import TraceStream
 from asysstats.reading.kineto.tables import Table, build_tables, distributed_info, global_tid
-from asysstats.reading.protocol import missing_data
-from asysstats.reading.schema import TABLES, derive_ids
+from asysstats.reading.schema import TABLES, derive_ids, missing_data
 
 KINETO = "kineto"
 EPOCH_US = 10**15  # a trace whose timestamps exceed this (2001-09) is in Unix-epoch microseconds

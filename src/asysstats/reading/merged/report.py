@@ -24,8 +24,7 @@ from asysstats.core.strings import StringPool
 from asysstats.core.tables import EventTable
 from asysstats.reading.merged import worker
 from asysstats.reading.merged.identity import JobIds, Placement, placements
-from asysstats.reading.protocol import missing_data
-from asysstats.reading.schema import TABLES, missing_words
+from asysstats.reading.schema import TABLES, missing_data, missing_words
 from asysstats.reading.sqlite import missing_message
 
 NODE_SUFFIX = re.compile(r"_node_(.+)$")  # asys names per-node reports <name>_node_<hostname>
