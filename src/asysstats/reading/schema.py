@@ -74,6 +74,11 @@ _DEVICE_ACTIVITY = _TIME + (
     Col("correlationId", fill=-1), Col("globalPid"), Col("graphNodeId", fill=-1),
 )
 
+# The OpenMP tables of an Nsight export, one per OMPT event kind (OPENMP_EVENT_KIND_<kind>).
+OPENMP_EVENT_KINDS = ("THREAD", "PARALLEL", "SYNC_REGION_WAIT", "SYNC_REGION", "TASK", "MASTER", "REDUCTION",
+                      "TASK_CREATE", "TASK_SCHEDULE", "CANCEL", "MUTEX_WAIT", "CRITICAL_SECTION", "MUTEX_RELEASED",
+                      "LOCK_INIT", "LOCK_DESTROY", "WORKSHARE", "DISPATCH", "FLUSH")
+
 TABLES: dict[str, TableSpec] = {t.name: t for t in (
     TableSpec(
         "kernels",
@@ -89,7 +94,7 @@ TABLES: dict[str, TableSpec] = {t.name: t for t in (
         "memcpy",
         {ASYSREP: ("HGPTI_ACTIVITY_KIND_MEMCPY",), NSYS: ("CUPTI_ACTIVITY_KIND_MEMCPY",)},
         _DEVICE_ACTIVITY + (Col("bytes", present=True), Col("copyKind", present=True), Col("srcKind", fill=-1),
-                            Col("dstKind", fill=-1)),
+                            Col("dstKind", fill=-1), Col("virtualAddress", fill=-1)),
         "HGGC memcpy data", "--trace hggc"),
     TableSpec(
         "memset",
@@ -116,6 +121,33 @@ TABLES: dict[str, TableSpec] = {t.name: t for t in (
         _TIME + (Col("globalTid", required=True), Col("nameId", required=True, kind="strid"),
                  Col("returnValue"), Col("nestingLevel"), Col("callchainId", fill=-1)),
         "OS runtime data", "--trace osrt"),
+    TableSpec(
+        "openacc",
+        {ASYSREP: (), NSYS: ("CUPTI_ACTIVITY_KIND_OPENACC_DATA", "CUPTI_ACTIVITY_KIND_OPENACC_LAUNCH",
+                             "CUPTI_ACTIVITY_KIND_OPENACC_OTHER")},
+        _TIME + (Col("nameId", required=True, kind="strid"), Col("globalTid"), Col("eventKind"),
+                 Col("lineNo", fill=-1), Col("srcFile", fill=-1, kind="strid"), Col("funcName", fill=-1, kind="strid")),
+        "OpenACC event data", "nsys profile --trace openacc", concat=True),
+    TableSpec(
+        "openmp",
+        {ASYSREP: (), NSYS: tuple(f"OPENMP_EVENT_KIND_{kind}" for kind in OPENMP_EVENT_KINDS)},
+        _TIME + (Col("nameId", required=True, kind="strid"), Col("globalTid"), Col("eventKind")),
+        "OpenMP event data", "nsys profile --trace openmp", concat=True),
+    TableSpec(
+        "um_cpu_faults",
+        {ASYSREP: (), NSYS: ("CUDA_UM_CPU_PAGE_FAULT_EVENTS",)},
+        (Col("start", required=True), Col("globalPid"), Col("address", required=True),
+         Col("originalFaultPc", fill=-1), Col("CpuInstruction", fill=-1, kind="strid"),
+         Col("module", fill=-1, kind="strid")),
+        "CUDA Unified Memory CPU page faults data",
+        "nsys profile --trace cuda --cuda-um-cpu-page-faults true"),
+    TableSpec(
+        "um_gpu_faults",
+        {ASYSREP: (), NSYS: ("CUDA_UM_GPU_PAGE_FAULT_EVENTS",)},
+        _TIME + (Col("globalPid"), Col("deviceId"), Col("address", required=True),
+                 Col("numberOfPageFaults", present=True), Col("faultAccessType", fill=-1)),
+        "CUDA Unified Memory GPU page faults data",
+        "nsys profile --trace cuda --cuda-um-gpu-page-faults true"),
     TableSpec(
         "graph_nodes",
         {ASYSREP: ("HGGC_GRAPH_NODE_EVENTS",), NSYS: ("CUDA_GRAPH_NODE_EVENTS",)},
@@ -225,6 +257,12 @@ NSYS_WORDS = {
     "metric_info": ("GPU metric data", "nsys profile --gpu-metrics-devices all"),
     "devices": ("GPU device data", "nsys profile --trace cuda"),
     "legacy_gpus": ("GPU device data", "nsys profile --trace cuda"),
+    "openacc": ("OpenACC event data", "nsys profile --trace openacc"),
+    "openmp": ("OpenMP event data", "nsys profile --trace openmp"),
+    "um_cpu_faults": ("CUDA Unified Memory CPU page faults data",
+                      "nsys profile --trace cuda --cuda-um-cpu-page-faults true"),
+    "um_gpu_faults": ("CUDA Unified Memory GPU page faults data",
+                      "nsys profile --trace cuda --cuda-um-gpu-page-faults true"),
 }
 
 

@@ -104,6 +104,7 @@ RULE_MODULES = {
     "compare_breakdown": ("ppu_operator_kernel_breakdown_compare", "ppu_operator_breakdown_compare"),
     "nsys_stats": ("cuda_gpu_kern_sum", "cuda_api_sum", "cuda_gpu_mem_time_sum", "cuda_gpu_mem_size_sum", "nvtx_sum",
                    "osrtsum"),
+    "nsys_runtimes": ("openacc_sum", "openmp_sum", "um_total_sum"),
 }
 
 # nsys 2022's names of the reports that mirror nsys stats (docs/nsys.md).

@@ -28,7 +28,7 @@ class ReportWriter:
         self.path = Path(path)
         self.dialect = dialect
         self._strings: dict[str, int] = {}
-        self._rows: dict[str, list[dict[str, np.ndarray | Scalar]]] = {}
+        self._rows: dict[tuple[str, int], list[dict[str, np.ndarray | Scalar]]] = {}  # (table, physical) -> blocks
         self._meta: list[tuple[str, str]] = [("ReportFormat", "asysrep"), ("SchemaVersion", "1")] \
             if dialect == ASYSREP else []
 
@@ -44,6 +44,12 @@ class ReportWriter:
 
         In numeric numpy columns, ``NULL`` (int) and NaN (float) cells are written as SQL NULL.
         """
+        self.add_to(table, 0, **columns)
+
+    def add_to(self, table: str, physical: int, /,
+               **columns: Sequence[object] | np.ndarray | int | float | str | None) -> None:
+        """:meth:`add` to the ``physical``-th table of the dialect, for a table read from several
+        (the OpenACC and OpenMP tables of an Nsight export)."""
         spec = TABLES[table]
         known = {c.name for c in spec.columns}
         unknown = set(columns) - known
@@ -57,11 +63,11 @@ class ReportWriter:
                 block[name] = np.asarray(value, dtype=object if spec.column(name).kind == "text" else None)
             else:
                 block[name] = Scalar(value)
-        self._rows.setdefault(table, []).append(block)
+        self._rows.setdefault((table, physical), []).append(block)
 
-    def create(self, table: str) -> None:
-        """Create a logical table even if it gets no rows."""
-        self._rows.setdefault(table, [])
+    def create(self, table: str, physical: int = 0) -> None:
+        """Create a logical table (its ``physical``-th table) even if it gets no rows."""
+        self._rows.setdefault((table, physical), [])
 
     def meta(self, name: str, value: str) -> None:
         self._meta.append((name, value))
@@ -82,17 +88,18 @@ class ReportWriter:
                     con.execute(f"CREATE TABLE {name} (id INTEGER PRIMARY KEY, name TEXT, label TEXT)")
                     con.executemany(f"INSERT INTO {name} VALUES (?, ?, ?)",
                                     [(k, v.upper().replace("-", "_"), v) for k, v in labels.items()])
-                for table, blocks in self._rows.items():
-                    self._write_table(con, table, blocks)
+                for (table, physical), blocks in self._rows.items():
+                    self._write_table(con, table, physical, blocks)
                 con.executemany("INSERT INTO StringIds VALUES (?, ?)", [(i, s) for s, i in self._strings.items()])
         finally:
             con.close()
 
-    def _write_table(self, con: sqlite3.Connection, table: str, blocks: list[dict[str, np.ndarray | Scalar]]) -> None:
-        spec = TABLES[table]
-        physical = spec.physical[self.dialect][0] if spec.physical[self.dialect] else None
-        if physical is None:
+    def _write_table(self, con: sqlite3.Connection, table: str, index: int,
+                     blocks: list[dict[str, np.ndarray | Scalar]]) -> None:
+        names = TABLES[table].physical[self.dialect]
+        if not names:
             return
+        spec, physical = TABLES[table], names[index]
         cols = spec.columns
         ddl = ", ".join(f'"{c.physical()[0]}" {SQL_TYPES[c.kind]}' for c in cols)
         con.execute(f'CREATE TABLE "{physical}" ({ddl})')
