@@ -26,6 +26,7 @@ from asysstats.analysis.declarations import (
     Option,
     Options,
     Rule,
+    Stats,
     merged_reads,
     name_mode,
 )
@@ -130,7 +131,20 @@ class Links:
         return Gathered(np.append(start, NA), call), Gathered(np.append(end - start, NA), call)
 
 
-def kern_sum(inputs: Inputs, options: SumOptions) -> Frame:
+@dataclass(frozen=True)
+class KernelGroups:
+    """The groups of (range name, style, PID, TID, kernel name) of correlated kernels, in output
+    order (range name by text, PID, TID, total descending, kernel name, style; standalone rows
+    last): their keys, range instances and kernel duration statistics (``grouped_stats``).
+    ``hgtx_kern_sum`` and NVIDIA's ``nvtx_kern_sum`` print them."""
+
+    keys: tuple[np.ndarray, ...]
+    range_instances: np.ndarray
+    stats: Stats
+    standalone: np.ndarray
+
+
+def kernel_groups(inputs: Inputs, options: SumOptions) -> KernelGroups:
     links = Links(inputs, options, options.device)
     label, keys = row_groups(links, kernel_name_codes(inputs.strings, links.kernels, name_mode(options)))
     # a kernel counts once per group (nested ranges of one name would count it twice)
@@ -146,12 +160,19 @@ def kern_sum(inputs: Inputs, options: SumOptions) -> Frame:
     standalone = keys[0] < 0
     order = np.lexsort((inputs.strings.sort_rank(keys[1]), inputs.strings.sort_rank(keys[4]), -stats["sum"],
                         keys[3], keys[2], inputs.strings.sort_rank(keys[0]), standalone))
+    return KernelGroups(tuple(key[order] for key in keys), range_inst[order],
+                        {name: values[order] for name, values in stats.items()}, standalone[order])
+
+
+def kern_sum(inputs: Inputs, options: SumOptions) -> Frame:
+    groups = kernel_groups(inputs, options)
+    keys, stats = groups.keys, groups.stats
     return {
-        "HGTX Range": keys[0][order], "Style": keys[1][order], "PID": keys[2][order], "TID": keys[3][order],
-        "HGTX Inst": np.where(standalone, NA, range_inst)[order], "Kern Inst": stats["count"][order],
-        "Total Time (ns)": stats["sum"][order], "Avg (ns)": stats["mean"][order], "Med (ns)": stats["median"][order],
-        "Min (ns)": stats["min"][order], "Max (ns)": stats["max"][order], "StdDev (ns)": stats["std"][order],
-        "Kernel Name": keys[4][order],
+        "HGTX Range": keys[0], "Style": keys[1], "PID": keys[2], "TID": keys[3],
+        "HGTX Inst": np.where(groups.standalone, NA, groups.range_instances), "Kern Inst": stats["count"],
+        "Total Time (ns)": stats["sum"], "Avg (ns)": stats["mean"], "Med (ns)": stats["median"],
+        "Min (ns)": stats["min"], "Max (ns)": stats["max"], "StdDev (ns)": stats["std"],
+        "Kernel Name": keys[4],
     }
 
 

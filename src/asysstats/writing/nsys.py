@@ -21,7 +21,18 @@ import pyarrow.compute as pc
 from asysstats.compute.arrow import from_numpy, lines_bytes, text
 from asysstats.compute.distinct import distinct
 from asysstats.core.errors import AsysError, quoted
-from asysstats.core.result import DECIMAL, FIGURE, INT, NINE_PLACES, SIX_PLACES, TEXT, Column, Result, decimal_places
+from asysstats.core.result import (
+    DECIMAL,
+    FIGURE,
+    INT,
+    NINE_PLACES,
+    SIX_PLACES,
+    TEXT,
+    Column,
+    Result,
+    TextColumn,
+    decimal_places,
+)
 from asysstats.core.strings import StringPool
 from asysstats.writing.format import as_integers, decimal_text, filled, integer_text, printable, rounded
 
@@ -32,8 +43,11 @@ ELLIPSIS = "\u2026"
 GAP = "  "  # between the console's columns; each line begins with one space
 
 
-def plain_cells(kind: str, values: np.ndarray | pa.Array, strings: StringPool, decimals: int) -> pa.Array:
-    """The unquoted text of every cell of a column; a missing cell is empty."""
+def plain_cells(kind: str, values: np.ndarray | pa.Array | TextColumn, strings: StringPool, decimals: int) -> pa.Array:
+    """The unquoted text of every cell of a column; a missing cell is empty (a text column made a
+    slice at a time, such as a trace's range stacks, made whole)."""
+    if isinstance(values, TextColumn):
+        values = values[0:len(values)]
     if kind == TEXT:
         if isinstance(values, pa.Array):
             return pc.fill_null(values, EMPTY)
