@@ -34,12 +34,12 @@ def take_or_na(values: np.ndarray, rows: np.ndarray, missing: int = NA) -> np.nd
     return np.where(rows >= 0, np.asarray(values)[np.maximum(rows, 0)], missing)
 
 
-def triple_ids(pool: StringPool, x: np.ndarray, y: np.ndarray, z: np.ndarray) -> np.ndarray:
-    """String ids of ``"x y z"`` per row (grid and block dimensions)."""
+def triple_ids(pool: StringPool, x: np.ndarray, y: np.ndarray, z: np.ndarray, template: str = "{} {} {}") -> np.ndarray:
+    """String ids of ``template`` filled with x, y, z per row (grid and block dimensions: ``"x y z"``)."""
     if len(x) == 0:
         return np.empty(0, np.int64)
     index, (xs, ys, zs) = dense_group_ids([np.asarray(v, dtype=np.int64) for v in (x, y, z)])
-    return pool.intern(f"{a} {b} {c}" for a, b, c in zip(xs.tolist(), ys.tolist(), zs.tolist()))[index]
+    return pool.intern(template.format(a, b, c) for a, b, c in zip(xs.tolist(), ys.tolist(), zs.tolist()))[index]
 
 
 def device_names(inputs: Inputs) -> dict[int, str]:

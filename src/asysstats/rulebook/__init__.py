@@ -106,13 +106,16 @@ RULE_MODULES = {
                    "osrtsum"),
     "nsys_runtimes": ("openacc_sum", "openmp_sum", "um_total_sum"),
     "nsys_ranges": ("nvtx_kern_sum", "cuda_api_gpu_sum", "nvtx_gpu_proj_sum", "nvtx_gpu_proj_trace"),
+    "nsys_traces": ("cuda_gpu_trace", "cuda_api_trace", "cuda_kern_exec_trace", "nvtx_pushpop_trace"),
 }
 
 # nsys 2022's names of the reports that mirror nsys stats (docs/nsys.md).
 RULE_ALIASES = {"gpukernsum": "cuda_gpu_kern_sum", "cudaapisum": "cuda_api_sum",
                 "gpumemtimesum": "cuda_gpu_mem_time_sum", "gpumemsizesum": "cuda_gpu_mem_size_sum",
                 "nvtxsum": "nvtx_sum",
-                "nvtxkernsum": "nvtx_kern_sum", "apigpusum": "cuda_api_gpu_sum"}
+                "nvtxkernsum": "nvtx_kern_sum", "apigpusum": "cuda_api_gpu_sum",
+                "gputrace": "cuda_gpu_trace", "cudaapitrace": "cuda_api_trace", "kernexectrace": "cuda_kern_exec_trace",
+                "nvtxpptrace": "nvtx_pushpop_trace"}
 
 REGISTRY = Registry("asysstats.rulebook", RULE_MODULES, RULE_ALIASES)
 

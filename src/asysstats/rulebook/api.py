@@ -13,6 +13,7 @@ from asysstats.analysis.inputs import Inputs
 from asysstats.analysis.summary import StatColumns, keyed_frame
 from asysstats.compute.distinct import Coded, tie_order
 from asysstats.core.result import INT, TEXT, Column, Frame, Gathered
+from asysstats.core.tables import NA
 from asysstats.reading.schema import NSYS
 
 API_COLUMNS = ("start", "end", "globalTid", "correlationId", "nameId")
@@ -36,11 +37,19 @@ def api_name_ids(inputs: Inputs, name_ids: np.ndarray) -> np.ndarray:
 THREAD_READS = {"threads": ("globalTid", "nameId")}  # what thread_names reads
 
 
+def thread_values(inputs: Inputs, column: str) -> Callable[[np.ndarray], np.ndarray]:
+    """The ``column`` of ``ThreadNames`` for each of some global thread ids: a canonical name id
+    (-1 for an unnamed thread) for ``nameId``, else the value (NA for a thread not listed)."""
+    threads = inputs.table("threads", ("globalTid", column))
+    names = column == "nameId"
+    values = inputs.strings.canonical(threads[column]) if names else threads[column]
+    return lambda global_tids: take_or_na(values, row_index([threads["globalTid"]], [global_tids]),
+                                          missing=-1 if names else NA)
+
+
 def thread_names(inputs: Inputs) -> Callable[[np.ndarray], np.ndarray]:
     """The name id of each of some global thread ids (``ThreadNames``), -1 for an unnamed thread."""
-    threads = inputs.table("threads", ("globalTid", "nameId"))
-    names = inputs.strings.canonical(threads["nameId"])
-    return lambda global_tids: take_or_na(names, row_index([threads["globalTid"]], [global_tids]), missing=-1)
+    return thread_values(inputs, "nameId")
 
 
 STATS = StatColumns.of("calls to this function", count="Num Calls")
@@ -67,6 +76,12 @@ TRACE_COLUMNS = (
 
 
 def api_trace(inputs: Inputs, options: RowsOptions) -> Frame:
+    return api_trace_frame(inputs)
+
+
+def api_trace_frame(inputs: Inputs) -> Frame:
+    """Every API call in start order (ties: correlation id, thread, process, end, name), each
+    column gathered by one row index as it is written."""
     calls = inputs.table("runtime", API_COLUMNS)
     names = api_name_key(inputs, calls["nameId"]).narrow()
     rank = inputs.strings.sort_rank(names.values)  # of each distinct name

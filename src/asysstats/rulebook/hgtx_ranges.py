@@ -115,31 +115,38 @@ def name_matches(inputs: Inputs, names: np.ndarray, pattern: "regex.Pattern | No
     return hit[inverse.reshape(-1)]
 
 
-def name_trees(inputs: Inputs, levels: np.ndarray, names: np.ndarray) -> TextColumn:
-    """``-`` once per level, then the name: the text of each distinct (level, name) built
+def name_trees(inputs: Inputs, levels: np.ndarray, names: np.ndarray, marker: str = "-") -> TextColumn:
+    """``marker`` once per level, then the name: the text of each distinct (level, name) built
     once and taken per row as the writers read it (not interned: no row looks it up)."""
     span = int(levels.max(initial=0)) + 1
     pairs, pair = distinct(names * span + levels, narrow=True)  # counted in a table: name ids are dense
     names, levels = np.divmod(pairs, span)
-    trees = pc.binary_join_element_wise(pc.binary_repeat(text("-"), from_numpy(levels)),
+    trees = pc.binary_join_element_wise(pc.binary_repeat(text(marker), from_numpy(levels)),
                                         inputs.strings.texts(names, ""), text(""))
     return TextColumn(trees, pair)
 
 
 def pushpop_trace(inputs: Inputs, options: TraceOptions) -> Frame:
-    """The printed columns are the ranges' own, gathered a slice at a time as they are written."""
     ranges = load_ranges(inputs, TRACE_INPUTS)
     rows = np.flatnonzero((ranges["pushpop"] == 1) & name_matches(inputs, ranges["name"], options.range))
+    return pushpop_frame(inputs, ranges, rows, ranges["name"])
+
+
+def pushpop_frame(inputs: Inputs, ranges: EventTable, rows: np.ndarray, names: np.ndarray,
+                  marker: str = "-") -> Frame:
+    """The trace of the push/pop ``rows`` of ``ranges`` (:data:`TRACE_INPUTS`) in start order, each
+    named by ``names`` (an id per range) and its name tree by ``marker`` per level. The printed
+    columns are the ranges' own, gathered a slice at a time as they are written."""
     rows = rows[tie_order(ranges["start"][rows], lambda tied: (ranges["level"][rows[tied]],))]  # stack order, then id
     rows = rows.astype(np.int32 if ranges.rows < 2 ** 31 else np.int64)  # kept while the trace is written
     start, end, child_time = ranges["start"], ranges["end"], ranges["childTime"]
     frame = {name: Gathered(values, rows) for name, values in (  # durations computed a slice at a time
         ("Start (ns)", start), ("End (ns)", end), ("Duration (ns)", lambda r: end[r] - start[r]),
         ("DurChild (ns)", child_time), ("DurNonChild (ns)", lambda r: end[r] - start[r] - child_time[r]),
-        ("Name", ranges["name"]), ("PID", ranges["pid"]), ("TID", ranges["tid"]), ("Lvl", ranges["level"]),
+        ("Name", names), ("PID", ranges["pid"]), ("TID", ranges["tid"]), ("Lvl", ranges["level"]),
         ("NumChild", ranges["children"]), ("RangeId", ranges["rangeId"]), ("ParentId", ranges["parentId"]))}
     return frame | {"RangeStack": range_stacks(inputs, frame["RangeId"]),
-                    "NameTree": name_trees(inputs, ranges["level"][rows], ranges["name"][rows])}
+                    "NameTree": name_trees(inputs, ranges["level"][rows], names[rows], marker)}
 
 
 PUSHPOP_TRACE = Rule(

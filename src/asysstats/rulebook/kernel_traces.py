@@ -14,6 +14,7 @@ from asysstats.analysis.declarations import (
     HGTX_NAME,
     MANGLED,
     ROWS,
+    KernelNaming,
     Options,
     Rows,
     Rule,
@@ -53,10 +54,11 @@ class GbTraceOptions(Options):
     mangled: bool = MANGLED.field()
 
 
-def dimension_ids(inputs: Inputs, kernels: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """String ids of ``"x y z"`` for the grid and the block of every kernel."""
-    grid = triple_ids(inputs.strings, kernels["gridX"], kernels["gridY"], kernels["gridZ"])
-    block = triple_ids(inputs.strings, kernels["blockX"], kernels["blockY"], kernels["blockZ"])
+def dimension_ids(inputs: Inputs, kernels: Mapping[str, np.ndarray],
+                  template: str = "{} {} {}") -> tuple[np.ndarray, np.ndarray]:
+    """String ids of ``"x y z"`` (or ``template``) for the grid and the block of every kernel."""
+    grid = triple_ids(inputs.strings, kernels["gridX"], kernels["gridY"], kernels["gridZ"], template)
+    block = triple_ids(inputs.strings, kernels["blockX"], kernels["blockY"], kernels["blockZ"], template)
     return grid, block
 
 
@@ -77,7 +79,7 @@ EXEC_COLUMNS = (
 )
 
 
-def kern_exec_trace(inputs: Inputs, options: ExecTraceOptions) -> Frame:
+def kern_exec_trace(inputs: Inputs, options: KernelNaming) -> Frame:
     kernels = inputs.table("kernels", GB_COLUMNS)
     calls = inputs.table("runtime", API_COLUMNS)
     by_call = np.lexsort((calls["end"], calls["start"], calls["correlationId"], calls["pid"]))

@@ -210,13 +210,18 @@ def range_rows(inputs: Inputs, options: Options) -> Rows:
     return Rows((ranges["name"], ranges["style"], ranges["domain"]), ranges["end"] - ranges["start"], text=(0, 1, 2))
 
 
-def range_names(inputs: Inputs, options: Options, keys: tuple[np.ndarray, ...]) -> dict[str, np.ndarray]:
-    """``Style`` and ``Range``: a range of the default domain ``:name``, as nsys 2024 prints it."""
-    names, styles, domains = keys
+def nvidia_range_names(inputs: Inputs, names: np.ndarray, domains: np.ndarray) -> np.ndarray:
+    """Range name ids as nsys 2024 prints them: ``domain:name``, ``:name`` in the default domain."""
     default = domains < 0
     shown = names.copy()
     shown[default] = inputs.strings.map_distinct(names[default], lambda name: f":{name}")
-    return {"Style": styles, "Range": shown}
+    return shown
+
+
+def range_names(inputs: Inputs, options: Options, keys: tuple[np.ndarray, ...]) -> dict[str, np.ndarray]:
+    """``Style`` and ``Range`` (:func:`nvidia_range_names`)."""
+    names, styles, domains = keys
+    return {"Style": styles, "Range": nvidia_range_names(inputs, names, domains)}
 
 
 RANGE_SUMMARY = Summary(range_rows, nvidia_frame(RANGE_STATS, range_names))

@@ -21,18 +21,7 @@ import pyarrow.compute as pc
 from asysstats.compute.arrow import from_numpy, lines_bytes, text
 from asysstats.compute.distinct import distinct
 from asysstats.core.errors import AsysError, quoted
-from asysstats.core.result import (
-    DECIMAL,
-    FIGURE,
-    INT,
-    NINE_PLACES,
-    SIX_PLACES,
-    TEXT,
-    Column,
-    Result,
-    TextColumn,
-    decimal_places,
-)
+from asysstats.core.result import DECIMAL, FIGURE, INT, NINE_PLACES, SIX_PLACES, TEXT, Column, Result, decimal_places
 from asysstats.core.strings import StringPool
 from asysstats.writing.format import as_integers, decimal_text, filled, integer_text, printable, rounded
 
@@ -41,13 +30,11 @@ EMPTY = text("")
 WIDTH_LIMIT = 100  # nsys's console columns cut a longer text to 99 characters and an ellipsis
 ELLIPSIS = "\u2026"
 GAP = "  "  # between the console's columns; each line begins with one space
+CHUNK = 1 << 16  # rows formatted at once
 
 
-def plain_cells(kind: str, values: np.ndarray | pa.Array | TextColumn, strings: StringPool, decimals: int) -> pa.Array:
-    """The unquoted text of every cell of a column; a missing cell is empty (a text column made a
-    slice at a time, such as a trace's range stacks, made whole)."""
-    if isinstance(values, TextColumn):
-        values = values[0:len(values)]
+def plain_cells(kind: str, values: np.ndarray | pa.Array, strings: StringPool, decimals: int) -> pa.Array:
+    """The unquoted text of every cell of a column; a missing cell is empty."""
     if kind == TEXT:
         if isinstance(values, pa.Array):
             return pc.fill_null(values, EMPTY)
@@ -72,15 +59,25 @@ def delimited(cells: pa.Array, delimiter: str) -> pa.Array:
     return pc.if_else(special, pc.binary_join_element_wise(text('"'), doubled, text('"'), EMPTY), cells)
 
 
+def chunks(result: Result) -> Iterator[slice]:
+    """The rows of a result a slice of :data:`CHUNK` at a time (a trace's columns are gathered
+    as they are read: a slice's cells, never the whole table's, are held at once)."""
+    if result.columns:
+        yield from (slice(begin, begin + CHUNK) for begin in range(0, result.rows, CHUNK))
+
+
+def chunk_cells(result: Result, rows: slice, decimals: int) -> list[pa.Array]:
+    """The unquoted cells of every column at ``rows``."""
+    return [plain_cells(c.kind, result.frame[c.name][rows], result.strings, decimals) for c in result.columns]
+
+
 def delimited_parts(result: Result, fmt: str, decimals: int = 1) -> Iterator[bytes | memoryview]:
-    """``csv`` or ``tsv``: the header of the column names, then a line per row (a summary's rows
-    are few: written in one piece)."""
+    """``csv`` or ``tsv``: the header of the column names, then a line per row."""
     delimiter = DELIMITERS[fmt]
     names = delimited(pa.array([c.name for c in result.columns], pa.string()), delimiter).to_pylist()
     yield (delimiter.join(names) + "\n").encode("utf-8")
-    if result.rows and result.columns:
-        cells = [delimited(plain_cells(c.kind, result.frame[c.name], result.strings, decimals), delimiter)
-                 for c in result.columns]
+    for rows in chunks(result):
+        cells = [delimited(cell, delimiter) for cell in chunk_cells(result, rows, decimals)]
         yield lines_bytes(pc.binary_join_element_wise(*cells, text(delimiter)))
 
 
@@ -99,21 +96,26 @@ def centred(name: str, width: int) -> str:
     return " " * left + name + " " * (width - len(name) - left)
 
 
+def console_cells(result: Result, rows: slice, decimals: int) -> list[pa.Array]:
+    """The console's cells at ``rows``: text made printable and cut past :data:`WIDTH_LIMIT`."""
+    cells = chunk_cells(result, rows, decimals)
+    return [shortened(printable(cell)) if column.kind == TEXT else cell for column, cell in zip(result.columns, cells)]
+
+
 def column_parts(result: Result, decimals: int = 1) -> Iterator[bytes | memoryview]:
     """nsys's console table: a heading line, a line of dashes, then the rows; every line begins
-    with a space, columns are two spaces apart and trailing spaces are dropped (nsys 2024)."""
-    cells = []
-    for column in result.columns:
-        plain = plain_cells(column.kind, result.frame[column.name], result.strings, decimals)
-        cells.append(shortened(printable(plain)) if column.kind == TEXT else plain)
-    widths = [max(len(column.name), (pc.max(pc.utf8_length(array)).as_py() or 0) if len(array) else 0)
-              for column, array in zip(result.columns, cells)]
+    with a space, columns are two spaces apart and trailing spaces are dropped (nsys 2024). The
+    widths come from a first pass over the rows, the lines from a second."""
+    widths = [len(column.name) for column in result.columns]
+    for rows in chunks(result):
+        for index, cell in enumerate(console_cells(result, rows, decimals)):
+            widths[index] = max(widths[index], (pc.max(pc.utf8_length(cell)).as_py() or 0) if len(cell) else 0)
     heading = " " + GAP.join(centred(c.name, w) for c, w in zip(result.columns, widths))
     dashes = " " + GAP.join("-" * w for w in widths)
     yield f"{heading.rstrip()}\n{dashes}\n".encode("utf-8")
-    if result.rows and result.columns:
-        padded = [(pc.utf8_rpad if column.kind == TEXT else pc.utf8_lpad)(array, width)
-                  for column, array, width in zip(result.columns, cells, widths)]
+    for rows in chunks(result):
+        padded = [(pc.utf8_rpad if column.kind == TEXT else pc.utf8_lpad)(cell, width)
+                  for column, cell, width in zip(result.columns, console_cells(result, rows, decimals), widths)]
         lines = pc.binary_join_element_wise(text(" "), pc.binary_join_element_wise(*padded, text(GAP)), EMPTY)
         yield lines_bytes(pc.utf8_rtrim_whitespace(lines))
 
