@@ -335,8 +335,8 @@ class Rule(Generic[O]):
             raise AssertionError(f"rule {self.name} did not compute columns {missing}")
         frame = {c.name: frame[c.name] if isinstance(frame[c.name], (pa.Array, Gathered))
                  else np.asarray(frame[c.name]) for c in self.columns}
-        rows = getattr(options, "rows", None)  # the option of the rules that take it
-        if rows is not None:
+        rows = getattr(options, "rows", None)  # the option of the rules that take it; -1: no limit (nsys analyze)
+        if rows is not None and rows >= 0:
             frame = {k: v[:rows] for k, v in frame.items()}
         columns = self.select_columns(options.column, options)
         return Result(self.name, self.title, self.share, columns, {c.name: frame[c.name] for c in columns}, strings,

@@ -24,7 +24,7 @@ from asysstats.cli.runs import ManyOptions, run_requests
 from asysstats.core.errors import AsysError, OutputClosed, escaped_control
 from asysstats.core.files import stop_signals_held
 from asysstats.reading.opening import expand_reports
-from asysstats.rulebook import CHECK_RULE, DEFAULT_STATS, REGISTRY
+from asysstats.rulebook import CHECK_RULE, DEFAULT_ANALYZE, DEFAULT_STATS, REGISTRY
 
 FORMATS_HELP = """The following output formats are available (--format NAME[:ratio=.N%][,NAME...]):
 
@@ -184,7 +184,7 @@ def analyze_command(rule_args, **kwargs) -> None:
     """Run the expert rules (ppu_gaps, ppu_time_util) on REPORTS."""
     kwargs.pop("debug")
     if kwargs.get("reports") and not rule_args:
-        rule_args = tuple(r.name for r in REGISTRY if r.command == "analyze")
+        rule_args = DEFAULT_ANALYZE
     execute("analyze", rule_args, **kwargs)
 
 

@@ -33,8 +33,9 @@ def rule_help(rule: Rule) -> str:
     return "\n".join(lines)
 
 
+# The heading of each family; {tool}: the nsys command an nsys rule of this command mirrors (stats, analyze).
 FAMILIES = {ASYS: "The asys reports (the asys reference's names, columns and formats):",
-            NSYS_STATS: "The nsys stats reports (NVIDIA's names, columns and formats, as `nsys stats` prints them):"}
+            NSYS_STATS: "The nsys {tool} reports (NVIDIA's names, columns and formats, as `nsys {tool}` prints them):"}
 
 
 def rules_list(registry: Registry, command: str) -> str:
@@ -46,6 +47,7 @@ def rules_list(registry: Registry, command: str) -> str:
         members = [r for r in rules if r.mirrors == family]
         if members:
             lines = [f"    {r.name.ljust(width)}  {r.title}" for r in members]
+            heading = heading.format(tool="analyze" if command == "analyze" else "stats")
             blocks.append("\n".join(([heading] if len({r.mirrors for r in rules}) > 1 else []) + lines))
     return "\n\n".join(blocks) + "\n"
 

@@ -142,6 +142,20 @@ def busy_per_window(starts: np.ndarray, ends: np.ndarray, edges: np.ndarray) -> 
     return np.diff(cover)
 
 
+def summed_busy_per_window(starts: np.ndarray, ends: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """Time of each interval inside each window ``[edges[i], edges[i+1])``, summed over the
+    intervals (overlapping intervals count twice, unlike :func:`busy_per_window`)."""
+    starts = np.sort(np.asarray(starts, dtype=np.int64))
+    ends = np.sort(np.asarray(ends, dtype=np.int64))
+    t = np.asarray(edges, dtype=np.int64)
+    # time covered before t: sum over intervals of clip(t - start, 0, length) = sum(t - s | s < t) - sum(t - e | e < t)
+    begun, ended = np.searchsorted(starts, t), np.searchsorted(ends, t)
+    start_sum = np.concatenate([[0], np.cumsum(starts)])
+    end_sum = np.concatenate([[0], np.cumsum(ends)])
+    before = (t * begun - start_sum[begun]) - (t * ended - end_sum[ended])
+    return np.diff(before)
+
+
 def gaps(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Idle gaps ``[gap_start, gap_end)`` between the intervals: the stretches between the
     segments of their union, cut at every zero-length interval inside them (an activity of no

@@ -94,12 +94,12 @@ TABLES: dict[str, TableSpec] = {t.name: t for t in (
         "memcpy",
         {ASYSREP: ("HGPTI_ACTIVITY_KIND_MEMCPY",), NSYS: ("CUPTI_ACTIVITY_KIND_MEMCPY",)},
         _DEVICE_ACTIVITY + (Col("bytes", present=True), Col("copyKind", present=True), Col("srcKind", fill=-1),
-                            Col("dstKind", fill=-1), Col("virtualAddress", fill=-1)),
+                            Col("dstKind", fill=-1), Col("virtualAddress", fill=-1), Col("greenContextId")),
         "HGGC memcpy data", "--trace hggc"),
     TableSpec(
         "memset",
         {ASYSREP: ("HGPTI_ACTIVITY_KIND_MEMSET",), NSYS: ("CUPTI_ACTIVITY_KIND_MEMSET",)},
-        _DEVICE_ACTIVITY + (Col("value"), Col("bytes", present=True), Col("memKind", fill=-1)),
+        _DEVICE_ACTIVITY + (Col("value"), Col("bytes", present=True), Col("memKind", fill=-1), Col("greenContextId")),
         "HGGC memset data", "--trace hggc"),
     TableSpec(
         "runtime",

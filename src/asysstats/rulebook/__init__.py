@@ -107,21 +107,27 @@ RULE_MODULES = {
     "nsys_runtimes": ("openacc_sum", "openmp_sum", "um_total_sum"),
     "nsys_ranges": ("nvtx_kern_sum", "cuda_api_gpu_sum", "nvtx_gpu_proj_sum", "nvtx_gpu_proj_trace"),
     "nsys_traces": ("cuda_gpu_trace", "cuda_api_trace", "cuda_kern_exec_trace", "nvtx_pushpop_trace"),
+    "nsys_analyze": ("cuda_memcpy_async", "cuda_memcpy_sync", "cuda_memset_sync", "cuda_api_sync", "gpu_gaps",
+                     "gpu_time_util"),
 }
 
-# nsys 2022's names of the reports that mirror nsys stats (docs/nsys.md).
+# nsys 2022's names of the reports that mirror nsys stats (docs/nsys.md), and NVIDIA's other names of rules.
 RULE_ALIASES = {"gpukernsum": "cuda_gpu_kern_sum", "cudaapisum": "cuda_api_sum",
                 "gpumemtimesum": "cuda_gpu_mem_time_sum", "gpumemsizesum": "cuda_gpu_mem_size_sum",
                 "nvtxsum": "nvtx_sum",
                 "nvtxkernsum": "nvtx_kern_sum", "apigpusum": "cuda_api_gpu_sum",
                 "gputrace": "cuda_gpu_trace", "cudaapitrace": "cuda_api_trace", "kernexectrace": "cuda_kern_exec_trace",
-                "nvtxpptrace": "nvtx_pushpop_trace"}
+                "nvtxpptrace": "nvtx_pushpop_trace",
+                "gpu_starvation": "gpu_gaps"}  # the Analysis Guide's name of nsys analyze's gpu_gaps (D36)
 
 REGISTRY = Registry("asysstats.rulebook", RULE_MODULES, RULE_ALIASES)
 
 # The default `asys stats` set (Nsight's default set, renamed), limited to existing rules.
 DEFAULT_STATS = ("hgtx_sum", "osrt_sum", "hggc_api_sum", "hggc_ppu_kern_sum",
                  "hggc_ppu_mem_time_sum", "hggc_ppu_mem_size_sum")
+
+# The default `asys analyze` set: the asys reference's rules (nsys analyze's run when named, docs/decisions.md D36).
+DEFAULT_ANALYZE = ("ppu_gaps", "ppu_time_util")
 
 CHECK_RULE = "report_check"  # `asys stats --check` (also `-r report_check`); not listed among the rules
 

@@ -51,13 +51,18 @@ class TimeUtilOptions(Options):
     merge_process_id: bool = MERGE_PIDS.field()
 
 
-def activity_groups(inputs: Inputs, merge_processes: bool = False, zero_length: bool = False):
-    """PPU activities of all kinds (the zero-length ones only with ``zero_length``), and their
-    groups by (process, device)."""
-    parts = [inputs.table(kind, ACTIVITY_COLUMNS) for kind in ACTIVITY_KINDS]
+def activity_groups(inputs: Inputs, merge_processes: bool = False, zero_length: bool = False,
+                    columns: tuple[str, ...] = ACTIVITY_COLUMNS, within: tuple[int, int] | None = None):
+    """PPU activities of all kinds (the zero-length ones only with ``zero_length``; with
+    ``within``, only those starting at or after its first time and ending at or before its
+    second), with ``columns``, and their groups by (process, device)."""
+    parts = [inputs.table(kind, columns) for kind in ACTIVITY_KINDS]
     activities = EventTable.concat(parts)
     length = activities["end"] - activities["start"]
-    activities = activities.take(length >= 0 if zero_length else length > 0)
+    keep = length >= 0 if zero_length else length > 0
+    if within is not None:
+        keep &= (activities["start"] >= within[0]) & (activities["end"] <= within[1])
+    activities = activities.take(keep)
     pids = np.full(activities.rows, NA, np.int64) if merge_processes else activities["pid"]
     return activities, group_by([pids, activities["deviceId"]])
 
