@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from asysstats.reading.schema import ASYSREP, TABLES
+from asysstats.reading.schema import ASYSREP, NSYS, TABLES
 
 OUT = Path(__file__).resolve().parent / "out"  # git-ignored
 KERNEL_NAMES = 24
@@ -52,6 +52,36 @@ def kernel_report(kernels: int, out: Path = OUT) -> Path:
             con.execute(f'CREATE TABLE "{table}" ({ddl})')
             con.execute(f'WITH RECURSIVE seq(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM seq WHERE i < {kernels - 1}) '
                         f'INSERT INTO "{table}" SELECT {", ".join(values[c] for c in columns)} FROM seq')
+    finally:
+        con.close()
+    os.replace(partial, path)
+    return path
+
+
+def nsight_copy(report: Path) -> Path:
+    """An Nsight-dialect copy of the asysrep ``report`` (cached beside it as ``<stem>.nsys.sqlite``):
+    every table under the name an Nsight export gives it (``HGPTI_ACTIVITY_KIND_KERNEL`` ->
+    ``CUPTI_ACTIVITY_KIND_KERNEL``, ``HGTX_EVENTS`` -> ``NVTX_EVENTS``, ...), the asysrep marker
+    left out: what SQL written for Nsight exports reads. The report itself is opened read-only."""
+    path = report.with_name(f"{report.stem}.nsys.sqlite")
+    if path.exists():
+        return path
+    renamed = {spec.physical[ASYSREP][0]: spec.physical[NSYS][0] for spec in TABLES.values()
+               if spec.physical[ASYSREP] and spec.physical[NSYS]}
+    partial = path.with_suffix(".part")
+    partial.unlink(missing_ok=True)
+    con = sqlite3.connect(f"file:{partial}?mode=rwc", uri=True)
+    try:
+        con.execute("PRAGMA journal_mode=OFF")
+        con.execute("PRAGMA synchronous=OFF")
+        con.execute("ATTACH DATABASE ? AS source", (f"file:{report}?mode=ro",))
+        with con:
+            tables = con.execute("SELECT name, sql FROM source.sqlite_master WHERE type = 'table'").fetchall()
+            for table, ddl in tables:  # the table's own DDL (its keys), under its Nsight name
+                name = renamed.get(table, table)
+                con.execute(ddl.replace(table, name, 1))
+                con.execute(f'INSERT INTO "{name}" SELECT * FROM source."{table}"'
+                            + (" WHERE name <> 'ReportFormat'" if table == "META_DATA_EXPORT" else ""))
     finally:
         con.close()
     os.replace(partial, path)

@@ -222,3 +222,20 @@ def test_kernel_statistics_against_brute_force(tmp_path_factory, kernels):
         for column, value in (("Avg (ns)", statistics.mean(values)), ("Med (ns)", statistics.median(values)),
                               ("StdDev (ns)", deviation)):
             assert float(row[column]) == pytest.approx(value, abs=0.05 + 1e-9 * value), column
+
+
+@pytest.mark.parametrize("fmt", ["csv", "tsv", "column"])
+def test_nvidia_formats_do_not_import_pandas(tmp_path, fmt):
+    """pyarrow imports pandas (0.3-0.8 s) when a Python list or int meets pa.array or a compute
+    function; NVIDIA's writers build their arrays from buffers (compute.arrow) instead."""
+    import subprocess
+    import sys
+
+    report = build(ReportWriter(tmp_path / "r.sqlite", dialect=NSYS))
+    code = ("import sys\nfrom asysstats.cli import main\n"
+            f"sys.argv = ['asys', 'stats', '-r', 'cuda_gpu_kern_sum,nvtx_sum', '--format', '{fmt},{fmt}', "
+            f"{str(report)!r}]\n"
+            "try:\n    main()\nexcept SystemExit as exc:\n    assert exc.code in (0, None), exc.code\n"
+            "print('pandas' in sys.modules, file=sys.stderr)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stderr.splitlines()[-1] == "False"

@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from asysstats.compute.arrow import from_numpy, lines_bytes, text
+from asysstats.compute.arrow import from_numpy, from_texts, lines_bytes, text, to_numpy
 from asysstats.compute.distinct import distinct
 from asysstats.core.errors import AsysError, quoted
 from asysstats.core.result import DECIMAL, FIGURE, INT, NINE_PLACES, SIX_PLACES, TEXT, Column, Result, decimal_places
@@ -74,7 +74,7 @@ def chunk_cells(result: Result, rows: slice, decimals: int) -> list[pa.Array]:
 def delimited_parts(result: Result, fmt: str, decimals: int = 1) -> Iterator[bytes | memoryview]:
     """``csv`` or ``tsv``: the header of the column names, then a line per row."""
     delimiter = DELIMITERS[fmt]
-    names = delimited(pa.array([c.name for c in result.columns], pa.string()), delimiter).to_pylist()
+    names = delimited(from_texts([c.name for c in result.columns]), delimiter).to_pylist()
     yield (delimiter.join(names) + "\n").encode("utf-8")
     for rows in chunks(result):
         cells = [delimited(cell, delimiter) for cell in chunk_cells(result, rows, decimals)]
@@ -83,11 +83,12 @@ def delimited_parts(result: Result, fmt: str, decimals: int = 1) -> Iterator[byt
 
 def shortened(cells: pa.Array) -> pa.Array:
     """Text cells of the console: past :data:`WIDTH_LIMIT` characters, the first 99 and ``…``."""
-    long = pc.greater(pc.utf8_length(cells), WIDTH_LIMIT)
-    if not pc.any(long).as_py():
+    lengths = pc.utf8_length(cells)  # compared in numpy: a Python int given to pc.greater imports pandas
+    long = to_numpy(lengths, np.dtype(np.int64 if lengths.type == pa.int64() else np.int32)) > WIDTH_LIMIT
+    if not long.any():
         return cells
     cut = pc.binary_join_element_wise(pc.utf8_slice_codeunits(cells, 0, WIDTH_LIMIT - 1), text(ELLIPSIS), EMPTY)
-    return pc.if_else(long, cut, cells)
+    return pc.if_else(from_numpy(long), cut, cells)
 
 
 def centred(name: str, width: int) -> str:
