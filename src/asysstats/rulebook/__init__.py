@@ -104,7 +104,7 @@ RULE_MODULES = {
     "compare_breakdown": ("ppu_operator_kernel_breakdown_compare", "ppu_operator_breakdown_compare"),
     "nsys_stats": ("cuda_gpu_kern_sum", "cuda_api_sum", "cuda_gpu_mem_time_sum", "cuda_gpu_mem_size_sum", "nvtx_sum",
                    "osrtsum"),
-    "nsys_runtimes": ("openacc_sum", "openmp_sum", "um_total_sum"),
+    "nsys_runtimes": ("openacc_sum", "openmp_sum", "um_total_sum", "um_sum", "um_cpu_page_faults_sum"),
     "nsys_ranges": ("nvtx_kern_sum", "cuda_api_gpu_sum", "nvtx_gpu_proj_sum", "nvtx_gpu_proj_trace"),
     "nsys_traces": ("cuda_gpu_trace", "cuda_api_trace", "cuda_kern_exec_trace", "nvtx_pushpop_trace"),
     "nsys_analyze": ("cuda_memcpy_async", "cuda_memcpy_sync", "cuda_memset_sync", "cuda_api_sync", "gpu_gaps",
