@@ -124,3 +124,16 @@ def test_filter_nvtx_is_filter_hgtx_with_a_count(tmp_path):
 def test_filter_nvtx_errors_name_the_option(tmp_path, args, message):
     run = run_cli("stats", "-r", "cuda_gpu_kern_sum", *args, kernels_report(tmp_path))
     assert run.code == 2 and message in run.err and run.err.count("\n") == 1, run.err
+
+
+def test_timeunit_keeps_missing_cells_missing(tmp_path):
+    """A kernel that starts before its launch call returns has no queue time: an empty cell in every
+    unit (the missing-integer marker is not divided as a number).
+
+    call [0, 5)    kernel [10, 1234)   -> queue 5 ns
+    call [1000, 1005) kernel [1100, 2100) -> queue 95 ns; 5000: kernel [5001, 5501) starts first -> none
+    """
+    lines = csv_lines("-r", "cuda_kern_exec_trace", "--timeunit", "us", "--format", "csv", kernels_report(tmp_path))
+    header = lines[0].split(",")
+    queue = [line.split(",")[header.index("Queue Dur (us)")] for line in lines[1:]]
+    assert queue == ["0.005", "0.095", "", ""]

@@ -23,7 +23,7 @@ from asysstats.compute.distinct import distinct
 from asysstats.core.errors import AsysError, quoted
 from asysstats.core.result import DECIMAL, FIGURE, INT, NINE_PLACES, SIX_PLACES, TEXT, Column, Result, decimal_places
 from asysstats.core.strings import StringPool
-from asysstats.writing.format import as_integers, decimal_text, filled, integer_text, printable, rounded
+from asysstats.writing.format import as_integers, decimal_text, filled, integer_text, is_missing, printable, rounded
 
 DELIMITERS = {"csv": ",", "tsv": "\t"}
 EMPTY = text("")
@@ -153,7 +153,8 @@ class InUnit:
         return len(self.values)  # type: ignore[arg-type]
 
     def __getitem__(self, key: slice) -> np.ndarray:
-        return np.asarray(self.values[key], dtype=np.float64) / self.divisor  # type: ignore[index]
+        values = np.asarray(self.values[key])  # type: ignore[index]
+        return np.where(is_missing(values), np.nan, values.astype(np.float64) / self.divisor)  # NA stays missing
 
     def __array__(self, dtype: np.dtype | None = None, copy: bool | None = None) -> np.ndarray:
         values = self[:]
