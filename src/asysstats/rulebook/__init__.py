@@ -106,7 +106,8 @@ RULE_MODULES = {
                    "osrtsum"),
     "nsys_runtimes": ("openacc_sum", "openmp_sum", "um_total_sum", "um_sum", "um_cpu_page_faults_sum"),
     "nsys_ranges": ("nvtx_kern_sum", "cuda_api_gpu_sum", "nvtx_gpu_proj_sum", "nvtx_gpu_proj_trace"),
-    "nsys_traces": ("cuda_gpu_trace", "cuda_api_trace", "cuda_kern_exec_trace", "nvtx_pushpop_trace"),
+    "nsys_traces": ("cuda_gpu_trace", "cuda_api_trace", "cuda_kern_exec_trace", "cuda_kern_exec_sum",
+                    "nvtx_pushpop_trace"),
     "nsys_analyze": ("cuda_memcpy_async", "cuda_memcpy_sync", "cuda_memset_sync", "cuda_api_sync", "gpu_gaps",
                      "gpu_time_util"),
 }
@@ -117,6 +118,7 @@ RULE_ALIASES = {"gpukernsum": "cuda_gpu_kern_sum", "cudaapisum": "cuda_api_sum",
                 "nvtxsum": "nvtx_sum",
                 "nvtxkernsum": "nvtx_kern_sum", "apigpusum": "cuda_api_gpu_sum",
                 "gputrace": "cuda_gpu_trace", "cudaapitrace": "cuda_api_trace", "kernexectrace": "cuda_kern_exec_trace",
+                "kernexecsum": "cuda_kern_exec_sum",
                 "nvtxpptrace": "nvtx_pushpop_trace",
                 "gpu_starvation": "gpu_gaps"}  # the Analysis Guide's name of nsys analyze's gpu_gaps (D36)
 

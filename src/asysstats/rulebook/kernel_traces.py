@@ -79,14 +79,20 @@ EXEC_COLUMNS = (
 )
 
 
-def kern_exec_trace(inputs: Inputs, options: KernelNaming) -> Frame:
-    kernels = inputs.table("kernels", GB_COLUMNS)
-    calls = inputs.table("runtime", API_COLUMNS)
+def launches(kernels: Mapping[str, np.ndarray], calls: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """The rows of the kernels that a call launched and of their launch calls: the call of the kernel's
+    process with its correlation id (of several, the earliest). A graph launch's call launches many."""
     by_call = np.lexsort((calls["end"], calls["start"], calls["correlationId"], calls["pid"]))
     found = row_index([calls["pid"][by_call], calls["correlationId"][by_call]],
                       [kernels["pid"], kernels["correlationId"]])
     k = np.flatnonzero((found >= 0) & (kernels["correlationId"] >= 0))
-    call = by_call[found[k]]
+    return k, by_call[found[k]]
+
+
+def kern_exec_trace(inputs: Inputs, options: KernelNaming) -> Frame:
+    kernels = inputs.table("kernels", GB_COLUMNS)
+    calls = inputs.table("runtime", API_COLUMNS)
+    k, call = launches(kernels, calls)
     names = kernel_names(inputs, kernels, name_mode(options))
     order = tie_order(calls["start"][call], lambda rows: (
         kernels["streamId"][k[rows]], kernels["deviceId"][k[rows]], inputs.strings.sort_rank(names[k[rows]]),

@@ -1,5 +1,6 @@
 """NVIDIA's ``nsys stats`` trace reports under their own names (docs/nsys.md, docs/decisions.md D33):
-``cuda_gpu_trace``, ``cuda_api_trace``, ``cuda_kern_exec_trace`` and ``nvtx_pushpop_trace``.
+``cuda_gpu_trace``, ``cuda_api_trace``, ``cuda_kern_exec_trace`` and ``nvtx_pushpop_trace``, and the
+summary of the kernel execution trace's launches, ``cuda_kern_exec_sum``.
 
 Each is the asys trace of the same events (``hggc_ppu_trace``, ``hggc_api_trace``,
 ``hggc_kern_exec_trace``, ``hgtx_pushpop_trace``) in the columns, units and names nsys 2024/2025
@@ -14,18 +15,20 @@ from typing import Any
 import numpy as np
 
 from asysstats.analysis.activity import device_label_ids
-from asysstats.analysis.declarations import Rule, merged_reads
+from asysstats.analysis.declarations import Rule, Stats, merged_reads
 from asysstats.analysis.hgtx import load_ranges
 from asysstats.analysis.inputs import Inputs
-from asysstats.analysis.reads import HGTX_READS
+from asysstats.analysis.reads import HGTX_READS, KERNEL_COLUMNS
+from asysstats.analysis.summary import StatColumns
 from asysstats.compute.distinct import tie_order
+from asysstats.compute.grouped import dense_group_ids, grouped_stats
 from asysstats.core.result import FIGURE, INT, NSYS_STATS, TEXT, Column, Frame, Gathered
 from asysstats.core.tables import NA
-from asysstats.rulebook.api import API_COLUMNS, api_trace_frame, thread_values
+from asysstats.rulebook.api import API_COLUMNS, api_name_ids, api_trace_frame, thread_values
 from asysstats.rulebook.hgtx_ranges import TRACE_COLUMNS as PUSHPOP_COLUMNS
 from asysstats.rulebook.hgtx_ranges import TRACE_INPUTS as PUSHPOP_INPUTS
 from asysstats.rulebook.hgtx_ranges import pushpop_frame
-from asysstats.rulebook.kernel_traces import EXEC_COLUMNS, GB_COLUMNS, dimension_ids, kern_exec_trace
+from asysstats.rulebook.kernel_traces import EXEC_COLUMNS, GB_COLUMNS, dimension_ids, kern_exec_trace, launches
 from asysstats.rulebook.memory_ops import READS as MEMORY_READS
 from asysstats.rulebook.memory_ops import operations
 from asysstats.rulebook.nsys_stats import KernelOptions, kernel_names, kernel_rows, nvidia_range_names
@@ -186,6 +189,90 @@ CUDA_KERN_EXEC_TRACE = Rule(
 )
 
 
+# cuda_kern_exec_sum ---------------------------------------------------------------------------------------
+
+LAUNCH_TIMES = {  # the statistics' prefix -> what it is a statistic of
+    "T": "total times of these launches (API call start to the later of the call's end and the kernel's end)",
+    "A": "API times of these launches (the launch call's duration)",
+    "Q": "queue times of these launches (API call end to kernel start), over the positive ones",
+    "K": "kernel times of these launches",
+}
+LAUNCH_STATISTICS = ("mean", "median", "min", "max", "sample_std")
+
+
+def launch_statistics(letter: str) -> StatColumns:
+    """NVIDIA's Avg/Med/Min/Max/StdDev (ns) of one time of a launch, prefixed (``TAvg (ns)``)."""
+    plain = StatColumns.nvidia(LAUNCH_TIMES[letter]).by_statistic
+    return StatColumns({s: Column(letter + plain[s].name, plain[s].kind, plain[s].help) for s in LAUNCH_STATISTICS})
+
+
+EXEC_SUM_STATS = {letter: launch_statistics(letter) for letter in LAUNCH_TIMES}
+EXEC_SUM_COLUMNS = (
+    Column("PID", INT, "Process ID that made the launch calls"),
+    Column("TID", INT, "Thread ID that made the launch calls"),
+    Column("DevId", INT, "GPU device that executed the kernels"),
+    Column("Count", INT, "Number of launches"),
+    Column("QCount", INT, "Number of launches whose kernel started after the launch call returned"),
+) + tuple(column for statistics in EXEC_SUM_STATS.values() for column in statistics.columns) + (
+    Column("API Name", TEXT, "Name of the CUDA API call that launched the kernels"),
+    Column("Kernel Name", TEXT, "Name of the kernel"),
+)
+
+
+def positive_only(stats: Stats, present: np.ndarray, groups: int) -> Stats:
+    """The statistics of the groups in ``present`` spread over all ``groups``; a group without a
+    value has count 0 and empty statistics (NaN, so that ``--timeunit`` keeps them empty)."""
+    spread = {name: np.full(groups, np.nan) for name in stats}
+    spread["count"] = np.zeros(groups, np.int64)
+    for name, values in stats.items():
+        spread[name][present] = values
+    return spread
+
+
+def kern_exec_sum(inputs: Inputs, options: KernelOptions) -> Frame:
+    """Per (PID, TID, DevId, API name, kernel name) the launches of ``cuda_kern_exec_trace``'s
+    pairing, with the statistics of their total, API, queue and kernel times."""
+    kernels = inputs.table("kernels", KERNEL_COLUMNS)
+    calls = inputs.table("runtime", API_COLUMNS)
+    k, call = launches(kernels, calls)
+    group, keys = dense_group_ids([calls["pid"][call], calls["tid"][call], kernels["deviceId"][k],
+                                   api_name_ids(inputs, calls["nameId"])[call], nvidia_kernel_names(inputs, options)[k]])
+    groups = len(keys[0])
+    call_start, call_end = calls["start"][call], calls["end"][call]
+    kernel_start, kernel_end = kernels["start"][k], kernels["end"][k]
+    queue = kernel_start - call_end
+    queued = queue > 0
+    stats = {"T": grouped_stats([group], np.maximum(call_end, kernel_end) - call_start)[1],
+             "A": grouped_stats([group], call_end - call_start)[1],
+             "K": grouped_stats([group], kernel_end - kernel_start)[1]}
+    present, stats["Q"] = grouped_stats([group[queued]], queue[queued])
+    stats["Q"] = positive_only(stats["Q"], present.keys[0], groups)
+    pid, tid, device, api, kernel = keys
+    order = np.lexsort((device, tid, pid, inputs.strings.sort_rank(kernel), inputs.strings.sort_rank(api),
+                        -stats["T"]["sum"]))
+    frame: Frame = {"PID": pid[order], "TID": tid[order], "DevId": device[order], "Count": stats["T"]["count"][order],
+                    "QCount": stats["Q"]["count"][order], "API Name": api[order], "Kernel Name": kernel[order]}
+    for letter, statistics in EXEC_SUM_STATS.items():
+        frame |= statistics.cells(stats[letter], order)
+    return frame
+
+
+CUDA_KERN_EXEC_SUM = Rule(
+    name="cuda_kern_exec_sum",
+    title="CUDA Kernel Launch & Exec Time Summary",
+    help="nsys stats' CUDA Kernel Launch & Exec Time Summary: per process, thread, device, launch API and kernel "
+         "name the launches of cuda_kern_exec_trace, with the statistics of their total (T), API (A), queue (Q, "
+         "over the QCount launches whose kernel starts after the call returns) and kernel (K) times, in "
+         "descending order of the total of the total times, in NVIDIA's columns and formats.",
+    columns=EXEC_SUM_COLUMNS,
+    compute=kern_exec_sum,
+    reads=merged_reads({"kernels": KERNEL_COLUMNS, "runtime": API_COLUMNS}, NAME_READS),
+    options=KernelOptions,
+    numbered=False,
+    mirrors=NSYS_STATS,
+)
+
+
 # nvtx_pushpop_trace ---------------------------------------------------------------------------------------
 
 TREE_MARKER = "--"  # nsys's NameTree: two dashes per level (docs/decisions.md D33)
@@ -211,4 +298,4 @@ NVTX_PUSHPOP_TRACE = Rule(
     mirrors=NSYS_STATS,
 )
 
-RULES = [CUDA_GPU_TRACE, CUDA_API_TRACE, CUDA_KERN_EXEC_TRACE, NVTX_PUSHPOP_TRACE]
+RULES = [CUDA_GPU_TRACE, CUDA_API_TRACE, CUDA_KERN_EXEC_TRACE, CUDA_KERN_EXEC_SUM, NVTX_PUSHPOP_TRACE]
