@@ -172,7 +172,7 @@ def test_corpus_smoke(path):
     run = run_cli("stats", "-r", f"{RULE}:range=.", "--format", "json", path)
     assert "Traceback" not in run.err
     if run.code == 2:
-        assert "does not contain NVTX data (collect with nsys profile --trace nvtx)" in run.err
+        assert "does not contain NV Tools Extension (NVTX) data (collect with nsys profile --trace nvtx)" in run.err
     else:
         assert run.code == 0, run.err
         rows = json.loads(run.out)
