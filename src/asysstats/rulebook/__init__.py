@@ -78,6 +78,7 @@ RULE_MODULES = {
     "devices": ("ppu_device_attribute",),
     "metrics": ("ppu_metric_trace",),
     "analyze": ("ppu_gaps", "ppu_time_util"),
+    "analyze_idle": ("ppu_idle_breakdown", "ppu_queue_length", "ppu_queue_length_trace"),
     "memory_usage": ("device_memory_usage_summary", "device_memory_usage_detail"),
     "pccl_desync": ("pccl_desync_trace", "pccl_desync_summary"),
     "pccl_ops": ("pccl_op_sum",),

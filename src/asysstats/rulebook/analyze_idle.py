@@ -1,0 +1,268 @@
+"""The ``asys analyze`` rules of a stream's idle time and launch queue (HTA's idle-time
+breakdown and queue length, docs/decisions.md D38):
+
+* ``ppu_idle_breakdown``: each gap between consecutive PPU activities of a stream, classed
+  by the activity that ends it: *host wait* (its launch call began after the stream went
+  idle: the CPU was late), *kernel wait* (else, a gap shorter than ``kernel-wait``: the cost
+  of back-to-back launches), *other* (the rest: waits on events, other streams, ...).
+* ``ppu_queue_length`` / ``ppu_queue_length_trace``: the launches outstanding on a stream
+  (launch call begun, activity not yet finished, or not yet begun with ``until=start``), as
+  time-weighted statistics per stream, or as the step series of its changes.
+
+Streams are (process, device, stream); activities are kernels, memcpy and memset. Groups are
+looped over; events never are."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+
+from asysstats.analysis.declarations import ROWS, Option, Options, Rule, merged_reads
+from asysstats.analysis.inputs import Inputs
+from asysstats.analysis.launches import launch_rows, runtime_calls
+from asysstats.analysis.reads import CALL_READS, PPU_KINDS
+from asysstats.compute.grouped import Groups, group_by
+from asysstats.compute.intervals import running_max_by_segment
+from asysstats.core.integers import INT64_MAX
+from asysstats.core.result import DECIMAL, INT, PERCENT, TEXT, Column, Frame
+from asysstats.core.tables import EventTable
+
+STREAM_COLUMNS = ("start", "end", "deviceId", "streamId", "correlationId", "globalPid")
+READS = merged_reads({kind: STREAM_COLUMNS for kind in PPU_KINDS}, CALL_READS)
+IDLE_CLASSES = ("host wait", "kernel wait", "other")
+KERNEL_WAIT = Option("kernel-wait", "decimal",
+                     "Gaps shorter than this many microseconds that the CPU did not cause are kernel wait "
+                     "(HTA's consecutive_kernel_delay).", 30, minimum=0, maximum=INT64_MAX // 1_000)
+UNTIL = Option("until", "choice",
+               "A launch is outstanding until its activity 'end's (default) or 'start's (HTA's queue length).",
+               "end", choices=("end", "start"))
+KEYS = (Column("PID", INT, "Process identifier"), Column("Device ID", INT, "PPU device identifier"),
+        Column("Stream ID", INT, "Stream identifier"))
+
+
+@dataclass(frozen=True)
+class IdleOptions(Options):
+    kernel_wait: Fraction = KERNEL_WAIT.field()
+
+
+@dataclass(frozen=True)
+class QueueOptions(Options):
+    until: str = UNTIL.field()
+
+
+@dataclass(frozen=True)
+class QueueTraceOptions(Options):
+    until: str = UNTIL.field()
+    rows: int | None = ROWS.field()
+
+
+@dataclass(frozen=True)
+class Streams:
+    """The activities of the time window sorted by (stream, start, end): ``group`` of each
+    row, the start of its launch call (``launched``: whether one is in the report)."""
+
+    groups: Groups
+    group: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    launch: np.ndarray
+    launched: np.ndarray
+
+
+def streams(inputs: Inputs) -> Streams:
+    """The activities by stream, with the start of their launch calls (looked up in the whole report)."""
+    activities = EventTable.concat([inputs.table(kind, STREAM_COLUMNS) for kind in PPU_KINDS])
+    calls = runtime_calls(inputs)
+    rows = launch_rows(calls, activities) if calls.rows else np.full(activities.rows, -1, np.int64)
+    launched = rows >= 0
+    launch = np.where(launched, calls["start"][np.maximum(rows, 0)] if calls.rows else 0, 0)
+    groups = group_by([activities["pid"], activities["deviceId"], activities["streamId"]])
+    group = groups.label()
+    start, end = activities["start"], np.maximum(activities["end"], activities["start"])
+    order = np.lexsort((end, start, group))
+    return Streams(groups, group[order], start[order], end[order], launch[order], launched[order])
+
+
+def key_columns(groups: Groups, group: np.ndarray) -> Frame:
+    return {"PID": groups.keys[0][group], "Device ID": groups.keys[1][group], "Stream ID": groups.keys[2][group]}
+
+
+def idle_classes(s: Streams, kernel_wait_ns: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per activity, the idle gap it ends (0 when none: first of its stream, or overlapping the
+    activities before it) and that gap's class (an index of IDLE_CLASSES)."""
+    reach = running_max_by_segment(s.group, s.end)  # end of the stream's busy time so far
+    previous = np.concatenate([[0], reach[:-1]])
+    follows = np.concatenate([[False], s.group[1:] == s.group[:-1]])
+    gap = np.where(follows, np.maximum(s.start - previous, 0), 0)
+    host = s.launched & (s.launch > previous)
+    kernel = ~host & (gap < kernel_wait_ns)
+    return gap, np.where(host, 0, np.where(kernel, 1, 2))
+
+
+IDLE_COLUMNS = KEYS + (
+    Column("Idle Class", TEXT, "host wait, kernel wait or other"),
+    Column("Idle Time (ns)", INT, "Total length of the stream's gaps of this class"),
+    Column("Gaps", INT, "Number of the stream's gaps of this class"),
+    Column("Share (%)", PERCENT, "Share of the stream's idle time in this class"),
+)
+
+
+def ppu_idle_breakdown(inputs: Inputs, options: IdleOptions) -> Frame:
+    s = streams(inputs)
+    gap, kind = idle_classes(s, int(options.kernel_wait * 1_000))
+    cell = s.group * len(IDLE_CLASSES) + kind
+    cells = s.groups.count * len(IDLE_CLASSES)
+    idle = np.zeros(cells, np.int64)
+    np.add.at(idle, cell, gap)
+    count = np.bincount(cell[gap > 0], minlength=cells).astype(np.int64)
+    total = idle.reshape(-1, len(IDLE_CLASSES)).sum(axis=1).repeat(len(IDLE_CLASSES))
+    share = np.where(total > 0, idle * 100.0 / np.maximum(total, 1), 0.0)
+    group = np.arange(cells) // len(IDLE_CLASSES)
+    frame = key_columns(s.groups, group)
+    order = np.lexsort((np.arange(cells), frame["Stream ID"], frame["Device ID"], frame["PID"]))
+    labels = inputs.strings.intern(IDLE_CLASSES)
+    frame.update({"Idle Class": labels[np.arange(cells) % len(IDLE_CLASSES)], "Idle Time (ns)": idle,
+                  "Gaps": count, "Share (%)": share})
+    return {name: values[order] for name, values in frame.items()}
+
+
+@dataclass(frozen=True)
+class Series:
+    """The queue length of each stream as a step function: from ``time`` on (to the next
+    point of the same ``group``) the stream has ``length`` launches outstanding."""
+
+    time: np.ndarray
+    length: np.ndarray
+    group: np.ndarray
+    hold: np.ndarray  # how long each value holds (0 at a stream's last point)
+
+
+def queue_series(s: Streams, until: str) -> Series:
+    """Each launched activity is outstanding over ``[min(launch, done), done)``, ``done`` its
+    end (or start): +1 and -1 steps, ends before starts at equal times, one point per time."""
+    done = (s.end if until == "end" else s.start)[s.launched]
+    begin = np.minimum(s.launch[s.launched], done)  # a GPU clock ahead of the CPU's: outstanding from done
+    group = s.group[s.launched]
+    real = begin < done
+    time = np.concatenate([begin[real], done[real]])
+    step = np.concatenate([np.ones(real.sum(), np.int64), -np.ones(real.sum(), np.int64)])
+    group = np.concatenate([group[real], group[real]])
+    if len(time) == 0:
+        return Series(time, step, group, step)
+    order = np.lexsort((step, time, group))
+    time, group = time[order], group[order]
+    length = np.cumsum(step[order])  # each stream's steps sum to zero: one running sum serves all
+    last = np.concatenate([(group[1:] != group[:-1]) | (time[1:] != time[:-1]), [True]])
+    time, length, group = time[last], length[last], group[last]
+    same = np.concatenate([group[1:] == group[:-1], [False]])
+    hold = np.where(same, np.concatenate([time[1:], [0]]) - time, 0)
+    return Series(time, length, group, hold)
+
+
+QUEUE_COLUMNS = KEYS + (
+    Column("Launches", INT, "Activities of the stream whose launch call is in the report"),
+    Column("Mean", DECIMAL, "Time-weighted mean of the outstanding launches over the span"),
+    Column("Max", INT, "Largest number of outstanding launches"),
+    Column("P50", INT, "Smallest length the queue stays at or under for half of the span"),
+    Column("P90", INT, "Smallest length the queue stays at or under for 90% of the span"),
+    Column("P99", INT, "Smallest length the queue stays at or under for 99% of the span"),
+    Column("Time at Zero (ns)", INT, "Time within the span with no launch outstanding"),
+    Column("Time at Zero (%)", PERCENT, "Time at zero over the span"),
+    Column("Time at Max (ns)", INT, "Time with the largest number of launches outstanding (a full queue)"),
+    Column("Span (ns)", INT, "First launch call to last activity done (end, or start)"),
+)
+
+
+def time_percentile(length: np.ndarray, hold: np.ndarray, q: float) -> int:
+    """The smallest value the step function stays at or under for the share ``q`` of its time."""
+    order = np.argsort(length, kind="stable")
+    held = np.cumsum(hold[order])
+    return int(length[order][np.searchsorted(held, q * held[-1])])
+
+
+def ppu_queue_length(inputs: Inputs, options: QueueOptions) -> Frame:
+    s = streams(inputs)
+    series = queue_series(s, options.until)
+    launches = np.bincount(s.group[s.launched], minlength=s.groups.count)
+    found = np.flatnonzero(np.bincount(series.group, minlength=s.groups.count) > 0)
+    bounds = np.searchsorted(series.group, np.append(found, s.groups.count))
+    cells: dict[str, list] = {name: [] for name in ("Mean", "Max", "P50", "P90", "P99", "Time at Zero (ns)",
+                                                    "Time at Max (ns)", "Span (ns)")}
+    for g in range(len(found)):
+        length, hold = (v[bounds[g]:bounds[g + 1]] for v in (series.length, series.hold))
+        span, top = int(hold.sum()), int(length.max())
+        cells["Mean"].append(float((length * hold).sum()) / span)
+        cells["Max"].append(top)
+        for name, q in (("P50", 0.5), ("P90", 0.9), ("P99", 0.99)):
+            cells[name].append(time_percentile(length, hold, q))
+        cells["Time at Zero (ns)"].append(int(hold[length == 0].sum()))
+        cells["Time at Max (ns)"].append(int(hold[length == top].sum()))
+        cells["Span (ns)"].append(span)
+    frame = key_columns(s.groups, found)
+    frame["Launches"] = launches[found].astype(np.int64)
+    frame.update({name: np.asarray(values, np.float64 if name == "Mean" else np.int64)
+                  for name, values in cells.items()})
+    frame["Time at Zero (%)"] = frame["Time at Zero (ns)"] * 100.0 / np.maximum(frame["Span (ns)"], 1)
+    order = np.lexsort((frame["Stream ID"], frame["Device ID"], frame["PID"]))
+    return {name: values[order] for name, values in frame.items()}
+
+
+TRACE_COLUMNS = (
+    Column("Start (ns)", INT, "Time the queue length changed"),
+    Column("Queue Length", INT, "Launches outstanding from this time to the next row of the stream"),
+) + KEYS
+
+
+def ppu_queue_length_trace(inputs: Inputs, options: QueueTraceOptions) -> Frame:
+    s = streams(inputs)
+    series = queue_series(s, options.until)
+    frame = key_columns(s.groups, series.group)
+    order = np.lexsort((series.time, frame["Stream ID"], frame["Device ID"], frame["PID"]))
+    frame.update({"Start (ns)": series.time, "Queue Length": series.length})
+    return {name: values[order] for name, values in frame.items()}
+
+
+PPU_IDLE_BREAKDOWN = Rule(
+    name="ppu_idle_breakdown",
+    title="PPU Idle Time Breakdown",
+    help="The idle gaps of each stream (between its first and last PPU activity) classed by the activity "
+         "ending them: host wait (its launch call began after the stream went idle), kernel wait (else, a gap "
+         "shorter than 'kernel-wait' microseconds) or other; three rows per stream, with each class's share.",
+    columns=IDLE_COLUMNS,
+    compute=ppu_idle_breakdown,
+    reads=READS,
+    options=IdleOptions,
+    requires=PPU_KINDS,
+    command="analyze",
+)
+
+PPU_QUEUE_LENGTH = Rule(
+    name="ppu_queue_length",
+    title="PPU Queue Length",
+    help="Launches outstanding on each stream (launch call begun, activity not yet done: 'until' its end or "
+         "start), time-weighted over the stream's span: mean, max, percentiles, time at zero and at the max. "
+         "ppu_queue_length_trace gives the series.",
+    columns=QUEUE_COLUMNS,
+    compute=ppu_queue_length,
+    reads=READS,
+    options=QueueOptions,
+    requires=PPU_KINDS,
+    command="analyze",
+)
+
+PPU_QUEUE_LENGTH_TRACE = Rule(
+    name="ppu_queue_length_trace",
+    title="PPU Queue Length Trace",
+    help="The queue length of each stream (see ppu_queue_length) as a step series: one row per change, the "
+         "length holding until the stream's next row.",
+    columns=TRACE_COLUMNS,
+    compute=ppu_queue_length_trace,
+    reads=READS,
+    options=QueueTraceOptions,
+    requires=PPU_KINDS,
+    command="analyze",
+)
+
+RULES = [PPU_IDLE_BREAKDOWN, PPU_QUEUE_LENGTH, PPU_QUEUE_LENGTH_TRACE]
