@@ -79,6 +79,8 @@ RULE_MODULES = {
     "metrics": ("ppu_metric_trace",),
     "analyze": ("ppu_gaps", "ppu_time_util"),
     "analyze_idle": ("ppu_idle_breakdown", "ppu_queue_length", "ppu_queue_length_trace"),
+    "analyze_memory": ("ppu_memory_bandwidth", "ppu_memory_bandwidth_trace"),
+    "analyze_sequences": ("ppu_kernel_sequences",),
     "memory_usage": ("device_memory_usage_summary", "device_memory_usage_detail"),
     "pccl_desync": ("pccl_desync_trace", "pccl_desync_summary"),
     "pccl_ops": ("pccl_op_sum",),
