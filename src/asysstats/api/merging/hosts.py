@@ -30,7 +30,8 @@ MERGEABLE = (
     "hggc_ppu_kern_sum", "hggc_ppu_kern_gb_sum", "hggc_api_sum", "hggc_ppu_mem_time_sum", "hggc_ppu_mem_size_sum",
     "osrt_sum", "hgtx_sum", "hgtx_kern_sum", "hgtx_ppu_proj_sum", "hggc_ppu_kern_category_sum",
     "pccl_desync_trace", "pccl_desync_summary", "pccl_op_sum", "pccl_stage_sum", "ppu_gaps", "ppu_time_util",
-    "ppu_memory_bandwidth", "ppu_memory_bandwidth_trace",
+    "ppu_memory_bandwidth", "ppu_memory_bandwidth_trace", "ppu_idle_breakdown", "ppu_queue_length",
+    "ppu_queue_length_trace",
 )
 PID_COLUMNS = ("PID", "Pid", "Last Process")
 DEVICE_COLUMNS = ("Device ID", "DevId", "Last Device")
