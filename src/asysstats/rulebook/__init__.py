@@ -81,6 +81,8 @@ RULE_MODULES = {
     "analyze_idle": ("ppu_idle_breakdown", "ppu_queue_length", "ppu_queue_length_trace"),
     "analyze_memory": ("ppu_memory_bandwidth", "ppu_memory_bandwidth_trace"),
     "analyze_sequences": ("ppu_kernel_sequences",),
+    "analyze_launches": ("ppu_launch_trace", "ppu_launch_stats", "ppu_short_kernel_histogram",
+                         "ppu_short_kernels"),
     "memory_usage": ("device_memory_usage_summary", "device_memory_usage_detail"),
     "pccl_desync": ("pccl_desync_trace", "pccl_desync_summary"),
     "pccl_ops": ("pccl_op_sum",),
