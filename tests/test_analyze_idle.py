@@ -265,3 +265,24 @@ def test_hta_negq_queue_length_rows_and_no_negative_value(path):
     for until in ("start", "end"):
         series = csv(path, f"ppu_queue_length_trace:until={until}", "analyze")[1:]
         assert len(series) > 12000 and min(int(line.split(",")[2]) for line in series) >= 0
+
+
+@pytest.mark.parametrize("path", kineto_params({"hta_mtia_rank0"}))
+def test_hta_mtia_temporal_breakdown(path, tmp_path):
+    """HTA's temporal breakdown (idle / compute / non-compute over the device's span, compared as
+    percentages with a delta of 0.01) is hggc_ppu_time_breakdown's, on the trace preprocessed as HTA
+    does: times rounded (rounded_like_hta) and device events without args.stream left out (HTA's
+    stream -1; ours would be stream 801, by the tid). Idle is HTA's; HTA's non-compute time is its
+    MEMORY kernels, found by name (MTIA's DMA kernels), which our categories count as computation:
+    our computation is HTA's compute plus non-compute."""
+    asserts = hta_golden("hta_mtia_rank0")["get_temporal_breakdown()"]
+    trace = json.loads(rounded_like_hta(path, tmp_path / "rounded.json").read_text())
+    kept = [e for e in trace["traceEvents"]
+            if e.get("cat") != "mtia_ccp_events" or (e.get("args") or {}).get("stream") is not None]
+    rows = {r[2].strip('"'): int(r[3]) for r in (line.split(",") for line in csv(
+        write_trace(tmp_path / "hta.json", kept), "hggc_ppu_time_breakdown", "stats")[1:9])}
+    span = asserts["kernel_time(us)"]
+    assert abs(100 * rows["Idle"] / rows["Total"] - 100 * asserts["idle_time(us)"] / span) <= 0.01
+    both = asserts["compute_time(us)"] + asserts["non_compute_time(us)"]
+    assert abs(100 * rows["Computation"] / rows["Total"] - 100 * both / span) <= 0.01
+    assert rows["Memcpy"] == 0 and asserts["non_compute_time(us)"] > 0  # the difference named above
