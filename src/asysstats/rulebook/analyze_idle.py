@@ -175,11 +175,16 @@ QUEUE_COLUMNS = KEYS + (
 )
 
 
-def time_percentile(length: np.ndarray, hold: np.ndarray, q: float) -> int:
-    """The smallest value the step function stays at or under for the share ``q`` of its time."""
+PERCENTILES = {"P50": 0.5, "P90": 0.9, "P99": 0.99}
+
+
+def time_percentiles(length: np.ndarray, hold: np.ndarray) -> dict[str, int]:
+    """Of each of :data:`PERCENTILES`, the smallest value the step function stays at or under for
+    that share of its time (one sort of the values for all three)."""
     order = np.argsort(length, kind="stable")
     held = np.cumsum(hold[order])
-    return int(length[order][np.searchsorted(held, q * held[-1])])
+    found = np.searchsorted(held, np.array(list(PERCENTILES.values())) * held[-1])
+    return dict(zip(PERCENTILES, length[order][found].tolist()))
 
 
 def ppu_queue_length(inputs: Inputs, options: QueueOptions) -> Frame:
@@ -195,8 +200,8 @@ def ppu_queue_length(inputs: Inputs, options: QueueOptions) -> Frame:
         span, top = int(hold.sum()), int(length.max())
         cells["Mean"].append(float((length * hold).sum()) / span)
         cells["Max"].append(top)
-        for name, q in (("P50", 0.5), ("P90", 0.9), ("P99", 0.99)):
-            cells[name].append(time_percentile(length, hold, q))
+        for name, value in time_percentiles(length, hold).items():
+            cells[name].append(value)
         cells["Time at Zero (ns)"].append(int(hold[length == 0].sum()))
         cells["Time at Max (ns)"].append(int(hold[length == top].sum()))
         cells["Span (ns)"].append(span)
