@@ -45,11 +45,13 @@ KEYS = (Column("PID", INT, "Process identifier"), Column("Device ID", INT, "PPU 
 @dataclass(frozen=True)
 class IdleOptions(Options):
     kernel_wait: Fraction = KERNEL_WAIT.field()
+    rows: int | None = ROWS.field()
 
 
 @dataclass(frozen=True)
 class QueueOptions(Options):
     until: str = UNTIL.field()
+    rows: int | None = ROWS.field()
 
 
 @dataclass(frozen=True)

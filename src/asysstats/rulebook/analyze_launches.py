@@ -58,6 +58,7 @@ NO_FIELD = "-"
 class HistogramOptions(Options):
     threshold: Fraction = THRESHOLD.field()
     bins: int = BINS.field()
+    rows: int | None = ROWS.field()
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from asysstats.analysis.declarations import BASE, DEVICE, MANGLED, Option, Options, Rule, merged_reads, name_mode
+from asysstats.analysis.declarations import BASE, DEVICE, MANGLED, ROWS, Option, Options, Rule, merged_reads, name_mode
 from asysstats.analysis.inputs import Inputs
 from asysstats.analysis.reads import KERNEL_NAME_READS
 from asysstats.compute.distinct import distinct
@@ -36,6 +36,7 @@ class SequenceOptions(Options):
     base: bool = BASE.field()
     mangled: bool = MANGLED.field()
     device: tuple[int, ...] | None = DEVICE.field()
+    rows: int | None = ROWS.field()
 
 
 def window_keys(codes: np.ndarray, first: np.ndarray, length: int, names: int) -> np.ndarray:
