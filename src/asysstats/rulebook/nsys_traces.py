@@ -14,13 +14,11 @@ from typing import Any
 
 import numpy as np
 
-from asysstats.analysis.activity import device_label_ids
 from asysstats.analysis.declarations import Rule, Stats, merged_reads
 from asysstats.analysis.hgtx import load_ranges
 from asysstats.analysis.inputs import Inputs
 from asysstats.analysis.reads import HGTX_READS, KERNEL_COLUMNS
 from asysstats.analysis.summary import StatColumns
-from asysstats.compute.distinct import tie_order
 from asysstats.compute.grouped import dense_group_ids, grouped_stats
 from asysstats.core.result import FIGURE, INT, NSYS_STATS, TEXT, Column, Frame, Gathered
 from asysstats.core.tables import NA
@@ -32,8 +30,8 @@ from asysstats.rulebook.kernel_traces import EXEC_COLUMNS, GB_COLUMNS, dimension
 from asysstats.rulebook.memory_ops import READS as MEMORY_READS
 from asysstats.rulebook.memory_ops import operations
 from asysstats.rulebook.nsys_stats import KernelOptions, kernel_names, kernel_rows, nvidia_range_names
-from asysstats.rulebook.ppu_trace import COMMON, KERNEL_READ, MEMCPY_READ, MEMSET_READ, memory_cells, table_coded
 from asysstats.rulebook.ppu_trace import READS as PPU_TRACE_READS
+from asysstats.rulebook.ppu_trace import memory_cells, stacked_columns, table_coded, trace_tables
 
 MB = 10 ** 6  # bytes per MB, as nsys counts them
 NAME_READS = {"kernels": ("demangledName", "shortName", "mangledName")}  # what nsys_stats.kernel_rows reads
@@ -82,25 +80,17 @@ def throughput(sizes: np.ndarray, durations: np.ndarray) -> np.ndarray:
 
 
 def gpu_trace(inputs: Inputs, options: KernelOptions) -> Frame:
-    kernels = inputs.table("kernels", KERNEL_READ)
-    memcpy, memset = inputs.table("memcpy", MEMCPY_READ), inputs.table("memset", MEMSET_READ)
-    tables = (kernels, memcpy, memset)  # stacked in turn: the columns all three have, the others by row
-    stacked = {name: np.concatenate([t[name] for t in tables]) for name in COMMON}
+    kernels, memcpy, memset = tables = trace_tables(inputs)
     names = np.concatenate([nvidia_kernel_names(inputs, options), operations(inputs, api="CUDA")[0]])
-    order = tie_order(stacked["start"], lambda rows: (
-        stacked["correlationId"][rows], stacked["streamId"][rows], stacked["deviceId"][rows],
-        inputs.strings.sort_rank(names[rows])))
-    start, end = stacked["start"], stacked["end"]
-    rows = len(start)
-    columns: dict[str, Any] = {
-        "Start (ns)": start, "Duration (ns)": lambda r: end[r] - start[r], "CorrId": stacked["correlationId"],
-        "Device": device_label_ids(inputs, stacked["deviceId"]), "Ctx": stacked["contextId"],
-        "GreenCtx": lambda r: np.full(len(r), NA, np.int64), "Strm": stacked["streamId"], "Name": names}
+    columns, order = stacked_columns(inputs, tables, names)
+    columns["GreenCtx"] = lambda rows: np.full(len(rows), NA, np.int64)
+    rows = len(names)
     columns |= {name: table_coded(kernels[field], 0, rows, NA) for name, field in KERNEL_FIELDS.items()}
     columns |= {name: table_coded(kernels[field] / MB, 0, rows, np.nan) for name, field in SHARED_MEMORY.items()}
     memory = memory_cells(inputs, memcpy, memset)
     sizes = memory["Bytes (bytes)"]
-    moved = {"Bytes (MB)": sizes / MB, "Throughput (MB/s)": throughput(sizes, (end - start)[kernels.rows:]),
+    durations = np.concatenate([memcpy["end"] - memcpy["start"], memset["end"] - memset["start"]])
+    moved = {"Bytes (MB)": sizes / MB, "Throughput (MB/s)": throughput(sizes, durations),
              "SrcMemKd": memory["SrcMemKd"], "DstMemKd": memory["DstMemKd"]}
     columns |= {name: table_coded(values, kernels.rows, rows, np.nan if values.dtype.kind == "f" else -1)
                 for name, values in moved.items()}

@@ -91,14 +91,18 @@ def memory_cells(inputs: Inputs, memcpy: EventTable, memset: EventTable) -> dict
     return stacked
 
 
-def ppu_trace(inputs: Inputs, options: TraceOptions) -> Frame:
-    kernels = inputs.table("kernels", KERNEL_READ)
-    memcpy, memset = inputs.table("memcpy", MEMCPY_READ), inputs.table("memset", MEMSET_READ)
-    tables = (kernels, memcpy, memset)  # stacked in turn: the columns all three have, the others by row
+def trace_tables(inputs: Inputs) -> tuple[EventTable, EventTable, EventTable]:
+    """The kernels, memcpy and memset of a trace, with the columns it prints."""
+    return (inputs.table("kernels", KERNEL_READ), inputs.table("memcpy", MEMCPY_READ),
+            inputs.table("memset", MEMSET_READ))
+
+
+def stacked_columns(inputs: Inputs, tables: tuple[EventTable, ...], names: np.ndarray) -> tuple[dict[str, Any],
+                                                                                                np.ndarray]:
+    """The columns kernels, memcpy and memset all have, stacked in turn (``Start (ns)``, ``Duration
+    (ns)``, ``CorrId``, ``Device``, ``Ctx``, ``Strm``, ``Name``: ``names``), and the trace's row order:
+    by start, ties by correlation id, stream, device and name."""
     stacked = {name: np.concatenate([t[name] for t in tables]) for name in COMMON}
-    names = np.concatenate([kernel_names(inputs, kernels, name_mode(options), options.hgtx_name),
-                            memcpy_name_ids(inputs, memcpy["copyKind"], memcpy["dstKind"]),
-                            np.repeat(inputs.strings.intern(["Memset"]), memset.rows)])
     order = tie_order(stacked["start"], lambda rows: (
         stacked["correlationId"][rows], stacked["streamId"][rows], stacked["deviceId"][rows],
         inputs.strings.sort_rank(names[rows])))
@@ -107,7 +111,16 @@ def ppu_trace(inputs: Inputs, options: TraceOptions) -> Frame:
         "Start (ns)": start, "Duration (ns)": lambda rows: end[rows] - start[rows], "CorrId": stacked["correlationId"],
         "Device": device_label_ids(inputs, stacked.pop("deviceId")), "Ctx": stacked["contextId"],
         "Strm": stacked["streamId"], "Name": names}
-    rows = len(start)
+    return columns, order
+
+
+def ppu_trace(inputs: Inputs, options: TraceOptions) -> Frame:
+    kernels, memcpy, memset = tables = trace_tables(inputs)
+    names = np.concatenate([kernel_names(inputs, kernels, name_mode(options), options.hgtx_name),
+                            memcpy_name_ids(inputs, memcpy["copyKind"], memcpy["dstKind"]),
+                            np.repeat(inputs.strings.intern(["Memset"]), memset.rows)])
+    columns, order = stacked_columns(inputs, tables, names)
+    rows = len(names)
     columns |= {name: table_coded(kernels[field], 0, rows, NA) for name, field in KERNEL_FIELDS.items()}
     columns |= {name: table_coded(values, kernels.rows, rows, np.nan if values.dtype.kind == "f" else MISSING[name])
                 for name, values in memory_cells(inputs, memcpy, memset).items()}
