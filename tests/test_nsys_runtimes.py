@@ -6,7 +6,6 @@ from __future__ import annotations
 import csv
 import io
 import sqlite3
-import statistics
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -16,6 +15,7 @@ from conftest import corpus_params, run_cli
 from asysstats.reading.schema import NSYS, OPENMP_EVENT_KINDS
 from asysstats.synth.writer import NULL, ReportWriter
 from test_nsys_corpus import STATISTICS_SQL, in_order, printed_statistics
+from test_nsys_stats import check_against
 
 CALL_HEADER = "Time (%),Total Time (ns),Num Calls,Avg (ns),Med (ns),Min (ns),Max (ns),StdDev (ns),Name"
 TOTALS_HEADER = ("Total HtoD Migration Size (MB),Total DtoH Migration Size (MB),Total CPU Page Faults,"
@@ -145,21 +145,6 @@ def test_um_totals_of_nothing(nsys_writer):
 
 EVENTS = st.lists(st.tuples(st.integers(0, 2), st.sampled_from(["Wait", "Update"]), st.integers(1, 3),
                             st.integers(0, 10_000), st.integers(0, 5_000)), min_size=1, max_size=30)
-
-
-def check_against(rows: list[dict[str, str]], by_name: dict[str, list[int]]) -> None:
-    """Each printed row's statistics equal the brute-force ones of its name; totals descending."""
-    assert sorted(r["Name"] for r in rows) == sorted(by_name)
-    totals = [int(r["Total Time (ns)"]) for r in rows]
-    assert totals == sorted(totals, reverse=True)
-    for row in rows:
-        values = by_name[row["Name"]]
-        deviation = statistics.stdev(values) if len(values) > 1 else 0.0
-        assert (int(row["Num Calls"]), int(row["Total Time (ns)"]), int(row["Min (ns)"]), int(row["Max (ns)"])) == \
-            (len(values), sum(values), min(values), max(values))
-        for column, value in (("Avg (ns)", statistics.mean(values)), ("Med (ns)", statistics.median(values)),
-                              ("StdDev (ns)", deviation)):
-            assert float(row[column]) == pytest.approx(value, abs=0.05 + 1e-9 * value), column
 
 
 def csv_rows(rule: str, path) -> list[dict[str, str]]:

@@ -211,13 +211,19 @@ def test_kernel_statistics_against_brute_force(tmp_path_factory, kernels):
     by_name: dict[str, list[int]] = {}
     for name, _, duration in kernels:
         by_name.setdefault(name, []).append(duration)
+    check_against(rows, by_name, "Instances")
+
+
+def check_against(rows: list[dict[str, str]], by_name: dict[str, list[int]], count: str = "Num Calls") -> None:
+    """Each printed row's statistics equal the brute-force ones of its name (``count``: the column
+    of the number of values); totals descending."""
     assert sorted(r["Name"] for r in rows) == sorted(by_name)
     totals = [int(r["Total Time (ns)"]) for r in rows]
     assert totals == sorted(totals, reverse=True)
     for row in rows:
         values = by_name[row["Name"]]
         deviation = statistics.stdev(values) if len(values) > 1 else 0.0
-        assert (int(row["Instances"]), int(row["Total Time (ns)"]), int(row["Min (ns)"]), int(row["Max (ns)"])) == \
+        assert (int(row[count]), int(row["Total Time (ns)"]), int(row["Min (ns)"]), int(row["Max (ns)"])) == \
             (len(values), sum(values), min(values), max(values))
         for column, value in (("Avg (ns)", statistics.mean(values)), ("Med (ns)", statistics.median(values)),
                               ("StdDev (ns)", deviation)):
