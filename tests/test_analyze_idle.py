@@ -3,6 +3,8 @@ timelines on the three inputs, brute force, the corpus, and HTA's numbers."""
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import gzip
 import json
 import math
@@ -160,7 +162,8 @@ def brute_queue(acts, until: str) -> dict[int, tuple]:
         lo, hi = min(s for s, _ in spans), max(e for _, e in spans)
         counts = [sum(s <= t < e for s, e in spans) for t in range(lo, hi)]
         p50 = next(v for v in range(max(counts) + 1) if sum(c <= v for c in counts) >= 0.5 * len(counts))
-        out[stream] = (round(sum(counts) / len(counts), 1), max(counts), p50, counts.count(0),
+        mean = Fraction(sum(counts), len(counts))  # printed with one decimal, half away from zero (D2)
+        out[stream] = (float(int(mean * 10 + Fraction(1, 2)) / 10), max(counts), p50, counts.count(0),
                        counts.count(max(counts)), hi - lo)
     return out
 

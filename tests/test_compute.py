@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from asysstats.analysis.activity import row_index
 from asysstats.compute import grouped, intervals
 from asysstats.compute.distinct import DERIVED_BASE, Coded, distinct, narrowed, tie_order
+from asysstats.compute.keys import lookup_pair, packed_key
 from asysstats.core.strings import StringPool
 
 SETTINGS = settings(max_examples=80, deadline=None)
@@ -334,3 +335,39 @@ def test_tie_order_is_the_lexsort_of_every_key(rows):
     counts = np.unique(primary, return_counts=True)[1]
     tied = int(counts[counts > 1].sum())
     assert asked == ([tied] if tied else [])  # the other keys are computed for the tied rows alone
+
+
+pairs = st.lists(st.tuples(st.integers(0, 3), st.integers(-2, 40)), max_size=60)
+
+
+@settings(max_examples=200, deadline=None)
+@given(keys=pairs, wanted=pairs, spread=st.sampled_from([1, 1 << 24]))
+def test_lookup_pair_is_the_first_matching_row(keys, wanted, spread):
+    """Both paths (a direct table for dense ids; the sort for ids ``spread`` apart or negative)
+    give the first row holding each wanted pair, -1 when none."""
+    high = np.array([h for h, _ in keys], np.int64)
+    low = np.array([w * spread if w >= 0 else w for _, w in keys], np.int64)
+    wanted_high = np.array([h for h, _ in wanted], np.int64)
+    wanted_low = np.array([w * spread if w >= 0 else w for _, w in wanted], np.int64)
+    pairs_ = list(zip(high.tolist(), low.tolist()))
+    expected = [pairs_.index(p) if p in pairs_ else -1 for p in zip(wanted_high.tolist(), wanted_low.tolist())]
+    assert lookup_pair(high, low, wanted_high, wanted_low).tolist() == expected
+
+
+def test_lookup_pair_golden():
+    # process 7 calls with correlation ids 1, 2, 2 (a repeat), process 9 one call with id 2
+    high, low = np.array([7, 7, 7, 9]), np.array([1, 2, 2, 2])
+    got = lookup_pair(high, low, np.array([7, 9, 9, 8, 7, 7]), np.array([2, 2, 1, 2, 0, 99]))
+    assert got.tolist() == [1, 3, -1, -1, -1, -1]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 4), st.integers(0, 1000), st.integers(0, 1)), min_size=1, max_size=50))
+def test_packed_key_sorts_as_lexsort(rows):
+    columns = [np.array(c, np.int64) for c in zip(*rows)]
+    packed = packed_key(list(zip(columns, (5, 1001, 2))))
+    order = np.lexsort(columns[::-1])
+    assert np.array_equal(np.argsort(packed.key, kind="stable"), order)
+    packed.key.sort()
+    assert all(np.array_equal(packed.part(i), columns[i][order]) for i in range(3))
+    assert packed_key([(columns[0], 1 << 40), (columns[1], 1 << 23)]) is None  # past 2**62 bits

@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 
 from asysstats.analysis.operators.common import AnalysisOptions
 from asysstats.analysis.operators.merge import merge_key
-from asysstats.analysis.operators.parsers import parse_builtin
+from asysstats.analysis.operators.parsers import AUTOGRAD_SPLIT, parse_builtin, parse_pytorch
 from asysstats.analysis.operators.recognise import custom_rules, recognise_ranges, recognise_text, type_filter
-from asysstats.analysis.operators.torch_texts import torch_keys, torch_mask
+from asysstats.analysis.operators.torch_texts import torch_fields, torch_keys, torch_mask
 from asysstats.compute.arrow import from_texts
 from asysstats.core.strings import StringPool
 from asysstats.core.tables import EventTable
@@ -42,6 +42,13 @@ def test_torch_texts_match_the_parser(items: list[str]) -> None:
         options = AnalysisOptions(no_merge_pytorch_parameter=keep_all)
         expected = [merge_key(parse_builtin(t, t, None), options) for t in chosen]
         assert torch_keys(from_texts(chosen), keep_all).to_pylist() == expected
+    wanted = ("sizes", "seq", "alpha")
+    got = [column.to_pylist() for column in torch_fields(from_texts(chosen), wanted)]
+    params = [parse_pytorch(t).params for t in chosen]
+    assert got[0] == [p["op"] for p in params]
+    fields_of = [dict(piece.partition(" = ")[::2] for piece in AUTOGRAD_SPLIT.split(t)[1:]) for t in chosen]
+    for key, column in zip(wanted, got[1:]):
+        assert column == [f[key].strip() if key in f else None for f in fields_of]
 
 
 def test_fields_keep_their_commas_and_lose_outer_spaces() -> None:
@@ -49,14 +56,18 @@ def test_fields_keep_their_commas_and_lose_outer_spaces() -> None:
     assert torch_mask(from_texts([text])).tolist() == [True]
     assert torch_keys(from_texts([text]), False).to_pylist() == ["PyTorch|PyTorch|op=aten::mm,sizes=[[2, 3], [3]],"
                                                                  "alpha=a = b"]
+    op, sizes, alpha, seq, strides = (c.to_pylist() for c in torch_fields(from_texts([text, "aten::mm"]),
+                                                                          ("sizes", "alpha", "seq", "strides")))
+    assert (op, sizes, alpha, seq, strides) == (["aten::mm"] * 2, ["[[2, 3], [3]]", None], ["a = b", None],
+                                                ["1", None], [None, None])
 
 
 def test_bulk_recognition_does_not_import_pandas() -> None:
     """pa.scalar (a Python value given to a compute function) would import pandas."""
     code = ("import sys\nfrom asysstats.compute.arrow import from_texts\n"
-            "from asysstats.analysis.operators.torch_texts import torch_keys, torch_mask\n"
+            "from asysstats.analysis.operators.torch_texts import torch_fields, torch_keys, torch_mask\n"
             "texts = from_texts(['aten::mm, seq = 1', 'x'])\n"
-            "torch_mask(texts), torch_keys(texts, False)\nprint('pandas' in sys.modules)")
+            "torch_mask(texts), torch_keys(texts, False), torch_fields(texts, ('seq',))\nprint('pandas' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["False"]
 

@@ -10,7 +10,7 @@ import numpy as np
 from asysstats.analysis.hgtx import all_ranges
 from asysstats.analysis.reads import CALL_COLUMNS
 from asysstats.compute.intervals import enclosing_pairs
-from asysstats.compute.keys import lookup, pair_key
+from asysstats.compute.keys import lookup_pair
 from asysstats.core.tables import EventTable, empty_table
 
 if TYPE_CHECKING:
@@ -29,8 +29,7 @@ def runtime_calls(inputs: "Inputs") -> EventTable:
 def launch_rows(calls: EventTable, activities: EventTable) -> np.ndarray:
     """Row of the launching API call of each activity (same process and correlationId), or -1
     (also for correlationId 0, which marks activities no call caused)."""
-    rows = lookup(pair_key(calls["pid"], calls["correlationId"]),
-                  pair_key(activities["pid"], activities["correlationId"]))
+    rows = lookup_pair(calls["pid"], calls["correlationId"], activities["pid"], activities["correlationId"])
     return np.where(activities["correlationId"] > 0, rows, -1)
 
 

@@ -2,12 +2,47 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Sequence
+
 import numpy as np
+
+from asysstats.compute.distinct import distinct
+
+DENSE_SLACK = 4  # a direct table of at most this many slots per key (plus DENSE_FLOOR) beats a sort
+DENSE_FLOOR = 1 << 16
 
 
 def pair_key(high: np.ndarray, low: np.ndarray) -> np.ndarray:
     """One int64 join key of two ids (``high`` < 2**31; ``low`` keeps its low 32 bits)."""
     return (np.asarray(high, np.int64) << 32) | (np.asarray(low, np.int64) & 0xFFFFFFFF)
+
+
+@dataclass
+class Packed:
+    """Columns packed into one int64 per row, each in its own bits (most significant first)."""
+
+    key: np.ndarray
+    widths: tuple[int, ...]
+
+    def part(self, index: int) -> np.ndarray:
+        """Column ``index`` of each row of ``key`` (as sorted, when it was)."""
+        below = sum(self.widths[index + 1:])
+        return (self.key >> below) & ((1 << self.widths[index]) - 1)
+
+
+def packed_key(parts: Sequence[tuple[np.ndarray, int]]) -> Packed | None:
+    """The rows' tuples of ``parts`` (non-negative values, each below its bound) as one int64 in
+    their order, or None when the bits pass 62. Sorting the key (``np.sort``, no permutation)
+    and reading the parts back replaces a ``lexsort`` and the gathers after it."""
+    widths = tuple(max(bound - 1, 1).bit_length() for _, bound in parts)
+    if sum(widths) > 62:
+        return None
+    key = np.zeros(len(parts[0][0]), np.int64)
+    for (values, _), width in zip(parts, widths):
+        key <<= width
+        key |= values
+    return Packed(key, widths)
 
 
 def lookup(keys: np.ndarray, wanted: np.ndarray) -> np.ndarray:
@@ -18,3 +53,22 @@ def lookup(keys: np.ndarray, wanted: np.ndarray) -> np.ndarray:
     sorted_keys = keys[order]
     slot = np.minimum(np.searchsorted(sorted_keys, wanted), len(keys) - 1)
     return np.where(sorted_keys[slot] == wanted, order[slot], -1)
+
+
+def lookup_pair(high: np.ndarray, low: np.ndarray, wanted_high: np.ndarray, wanted_low: np.ndarray) -> np.ndarray:
+    """:func:`lookup` of the pairs ``(wanted_high, wanted_low)`` among the rows' ``(high, low)``
+    (a process and a correlation id). With few distinct ``high`` values and dense non-negative
+    ``low`` ones the pairs index a table directly: 3.5 times faster than the sort and binary
+    search on 5.5 M launch calls (docs/performance.md)."""
+    if len(high) == 0:
+        return np.full(len(wanted_high), -1, np.int64)
+    highs, codes = distinct(high)
+    span = int(low.max()) + 1
+    if int(low.min()) < 0 or len(highs) * span > DENSE_SLACK * len(high) + DENSE_FLOOR:
+        return lookup(pair_key(high, low), pair_key(wanted_high, wanted_low))
+    table = np.full(len(highs) * span, len(high), np.int64)
+    np.minimum.at(table, codes.astype(np.int64) * span + low, np.arange(len(high)))  # the first row of a pair
+    slot = np.minimum(np.searchsorted(highs, wanted_high), len(highs) - 1)
+    inside = (highs[slot] == wanted_high) & (wanted_low >= 0) & (wanted_low < span)
+    row = table[slot * span + np.where(inside, wanted_low, 0)]
+    return np.where(inside & (row < len(high)), row, -1)

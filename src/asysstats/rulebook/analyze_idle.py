@@ -25,6 +25,7 @@ from asysstats.analysis.launches import launch_rows, runtime_calls
 from asysstats.analysis.reads import CALL_READS, PPU_KINDS
 from asysstats.compute.grouped import Groups, group_by
 from asysstats.compute.intervals import running_max_by_segment
+from asysstats.compute.keys import packed_key
 from asysstats.core.integers import INT64_MAX
 from asysstats.core.result import DECIMAL, INT, PERCENT, TEXT, Column, Frame
 from asysstats.core.tables import EventTable
@@ -146,18 +147,28 @@ def queue_series(s: Streams, until: str) -> Series:
     end (or start): +1 and -1 steps, ends before starts at equal times, one point per time."""
     done = (s.end if until == "end" else s.start)[s.launched]
     begin = np.minimum(s.launch[s.launched], done)  # a GPU clock ahead of the CPU's: outstanding from done
-    group = s.group[s.launched]
     real = begin < done
-    time = np.concatenate([begin[real], done[real]])
-    step = np.concatenate([np.ones(real.sum(), np.int64), -np.ones(real.sum(), np.int64)])
-    group = np.concatenate([group[real], group[real]])
-    if len(time) == 0:
-        return Series(time, step, group, step)
-    order = np.lexsort((step, time, group))
-    time, group = time[order], group[order]
-    length = np.cumsum(step[order])  # each stream's steps sum to zero: one running sum serves all
-    last = np.concatenate([(group[1:] != group[:-1]) | (time[1:] != time[:-1]), [True]])
-    time, length, group = time[last], length[last], group[last]
+    begin, done, group = begin[real], done[real], s.group[s.launched][real]
+    if len(done) == 0:
+        empty = np.empty(0, np.int64)
+        return Series(empty, empty, empty, empty)
+    earliest = int(begin.min())
+    span = int(done.max()) - earliest + 1
+    time_steps = np.concatenate([done - earliest, begin - earliest])
+    groups = np.concatenate([group, group])
+    up = np.repeat(np.array([0, 1], np.int64), len(done))  # -1 steps (0) before +1 steps (1)
+    packed = packed_key([(groups, s.groups.count), (time_steps, span), (up, 2)])
+    if packed is None:
+        order = np.lexsort((up, time_steps, groups))
+        groups, time_steps, up = groups[order], time_steps[order], up[order]
+    else:  # the sorted key holds the sorted columns: no permutation to apply
+        packed.key.sort()
+        groups, time_steps, up = packed.part(0), packed.part(1), packed.part(2)
+    del packed
+    length = np.cumsum(up * 2 - 1)  # each stream's steps sum to zero: one running sum serves all
+    last = np.flatnonzero(np.concatenate([(groups[1:] != groups[:-1]) | (time_steps[1:] != time_steps[:-1]),
+                                          [True]]))
+    time, length, group = time_steps[last] + earliest, length[last], groups[last]
     same = np.concatenate([group[1:] == group[:-1], [False]])
     hold = np.where(same, np.concatenate([time[1:], [0]]) - time, 0)
     return Series(time, length, group, hold)

@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from asysstats.analysis.activity import kind_label_ids
 from asysstats.analysis.declarations import BASE, MANGLED, ROWS, Option, Options, Rule, merged_reads, name_mode
@@ -32,8 +34,10 @@ from asysstats.analysis.inputs import Inputs
 from asysstats.analysis.launches import innermost_range_names, launch_rows, runtime_calls
 from asysstats.analysis.names import kernel_name_ids
 from asysstats.analysis.operators.parsers import parse_pytorch
+from asysstats.analysis.operators.torch_texts import torch_fields, torch_mask
 from asysstats.analysis.reads import CALL_READS, INNERMOST_READS, KIND_READS, NAME_COLUMNS, PPU_KINDS
-from asysstats.compute.distinct import distinct
+from asysstats.compute.arrow import from_numpy
+from asysstats.compute.distinct import distinct, tie_order
 from asysstats.compute.grouped import dense_group_ids
 from asysstats.core.result import FIGURE, INT, PERCENT, TEXT, Column, Frame
 from asysstats.core.tables import EventTable
@@ -52,6 +56,7 @@ SPAN_READS = merged_reads({kind: ACTIVITY_COLUMNS for kind in PPU_KINDS}, CALL_R
 HISTOGRAM_READS = SPAN_READS
 SUMMARY_READS = merged_reads(SPAN_READS, {"kernels": KERNEL_COLUMNS}, INNERMOST_READS)
 NO_FIELD = "-"
+PARENT_FIELDS = ("sizes", "strides", "concrete")  # of a PyTorch operator text: input dims, strides, scalars
 
 
 @dataclass(frozen=True)
@@ -132,17 +137,26 @@ def histogram_frame(inputs: Inputs, options: HistogramOptions) -> Frame:
 def parent_fields(inputs: Inputs, parents: np.ndarray) -> tuple[np.ndarray, ...]:
     """Per parent range name id (-1: none): the ids of its operator name, input dims, input
     strides and concrete inputs; a text that is no PyTorch operator's is its own name, with
-    '-' fields. Each distinct text is parsed once."""
+    '-' fields. Each distinct text is read once: ASCII PyTorch texts in bulk with Arrow's
+    string kernels, other texts one by one."""
     uniq, inverse = distinct(parents)
-    fields: list[list[str]] = [[], [], [], []]
-    for text in inputs.strings.lookup(uniq):
-        parsed = parse_pytorch(text) if text is not None else None
-        params = parsed.params if parsed is not None else {}
-        values = (params.get("op") or text or NO_FIELD, params.get("sizes"), params.get("strides"),
-                  params.get("concrete"))
-        for column, value in zip(fields, values):
-            column.append(value if value is not None else NO_FIELD)
-    return tuple(inputs.strings.intern(column)[inverse] if column else np.empty(0, np.int64) for column in fields)
+    texts = inputs.strings.texts(uniq)
+    bulk = torch_mask(texts)
+    fields = [pc.fill_null(texts, NO_FIELD)] + [pa.nulls(len(uniq), pa.string())] * len(PARENT_FIELDS)
+    if bulk.any():
+        parsed = torch_fields(texts.filter(from_numpy(bulk)), PARENT_FIELDS)
+        fields = [pc.replace_with_mask(column, from_numpy(bulk), values) for column, values in zip(fields, parsed)]
+    ids = [inputs.strings.intern_texts(column) for column in fields]
+    for row, text in zip(np.flatnonzero(~bulk).tolist(), texts.filter(from_numpy(~bulk)).to_pylist()):
+        parsed_one = parse_pytorch(text) if text is not None else None  # non-ASCII operator texts
+        if parsed_one is not None:
+            ids[0][row] = inputs.strings.intern([parsed_one.params["op"]])[0]
+            for column, key in zip(ids[1:], PARENT_FIELDS):
+                value = parsed_one.params.get(key)
+                column[row] = inputs.strings.intern([value])[0] if value is not None else -1
+    none, empty = inputs.strings.intern([NO_FIELD, ""])
+    ids[0][ids[0] == empty] = none  # an empty range text names no operator
+    return tuple(np.where(column >= 0, column, none)[inverse] for column in ids)
 
 
 SUMMARY_COLUMNS = (
@@ -266,7 +280,7 @@ def launches(inputs: Inputs, mode: str) -> Launches:
     calls = runtime_calls(inputs)
     row = launch_rows(calls, acts)
     keep = np.flatnonzero(row >= 0)
-    keep = keep[np.lexsort((acts["correlationId"][keep], acts["start"][keep]))]
+    keep = keep[tie_order(acts["start"][keep], lambda rows: (acts["correlationId"][keep[rows]],))]
     row = row[keep]
     call_names = inputs.whole("runtime", ("nameId",))["nameId"] if calls.rows else np.empty(0, np.int64)
     start = acts["start"][keep]

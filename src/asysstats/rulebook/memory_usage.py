@@ -11,7 +11,7 @@ from asysstats.analysis.callstacks import chain_membership, group_labels, parse_
 from asysstats.analysis.declarations import ROWS, Option, Options, Rule
 from asysstats.analysis.inputs import Inputs
 from asysstats.compute.grouped import group_by
-from asysstats.compute.keys import lookup, pair_key
+from asysstats.compute.keys import lookup, lookup_pair
 from asysstats.core.result import INT, TEXT, Column, Frame
 from asysstats.core.tables import NA, EventTable
 
@@ -67,7 +67,7 @@ def _api_calls(inputs: Inputs, pid: np.ndarray, correlation: np.ndarray) -> tupl
     if not inputs.has("runtime"):
         return np.full(len(pid), -1), np.full(len(pid), -1)
     calls = inputs.whole("runtime", CALL_COLUMNS)
-    row = lookup(pair_key(calls["pid"], calls["correlationId"]), pair_key(pid, correlation))
+    row = lookup_pair(calls["pid"], calls["correlationId"], pid, correlation)
     row[correlation < 0] = -1
     found = row >= 0
     return np.where(found, calls["callchainId"][row], -1), np.where(found, calls["tid"][row], -1)

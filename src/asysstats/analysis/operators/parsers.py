@@ -73,6 +73,8 @@ def number(text: str | None, kind: type = int) -> Any:
 
 def parse_pytorch(text: str) -> Parsed | None:
     """``aten::mm, seq = 12, op_id = 345, sizes = [[2048, 6144], [6144, 72]], input_op_ids = ...``."""
+    if "::" not in text:  # no operator name: most range texts are rejected before the regex split
+        return None
     pieces = AUTOGRAD_SPLIT.split(text)
     if not TORCH_NAME.fullmatch(pieces[0]):
         return None

@@ -35,9 +35,9 @@ def torch_mask(texts: pa.Array) -> np.ndarray:
     return is_true(pc.and_kleene(pc.and_kleene(pc.string_is_ascii(texts), pc.is_valid(head)), known))
 
 
-def torch_keys(texts: pa.Array, keep_all: bool) -> pa.Array:
-    """The merge keys of PyTorch operator texts (those :func:`torch_mask` takes): type,
-    library, ``op=`` and the fields, minor ones dropped unless ``keep_all``.
+def split_fields(texts: pa.Array) -> tuple[pa.Array, np.ndarray]:
+    """The pieces of PyTorch operator texts, first the operator name, then each ``key = value``
+    field, with the index of the text of each.
 
     A text is cut at every ``, `` (no two overlap); a piece that starts with ``key = ``
     starts a field (the cut before it is a split point), the others continue the field
@@ -51,7 +51,31 @@ def torch_keys(texts: pa.Array, keep_all: bool) -> pa.Array:
     start[offsets[:-1]] = True
     owner = np.repeat(np.arange(len(texts)), np.diff(offsets))[start]  # the text of each field
     bounds = np.append(np.flatnonzero(start), len(flat))
-    fields = pc.binary_join(pa.ListArray.from_arrays(from_numpy(bounds.astype(np.int32)), flat), text(", "))
+    return pc.binary_join(pa.ListArray.from_arrays(from_numpy(bounds.astype(np.int32)), flat), text(", ")), owner
+
+
+def torch_fields(texts: pa.Array, keys: tuple[str, ...]) -> tuple[pa.Array, ...]:
+    """Of PyTorch operator texts (those :func:`torch_mask` takes), the operator name and the
+    value of each of ``keys`` (null when absent; the last when repeated), as
+    :func:`~asysstats.analysis.operators.parsers.parse_pytorch` reads them."""
+    fields, owner = split_fields(texts)
+    first = np.ones(len(owner), dtype=bool)
+    first[1:] = owner[1:] != owner[:-1]
+    out = [fields.filter(from_numpy(first))]
+    for key in keys:
+        holds = np.flatnonzero(is_true(pc.starts_with(fields, pattern=f"{key} = ")) & ~first)
+        last = np.full(len(texts), -1, np.int64)
+        np.maximum.at(last, owner[holds], holds)
+        values = pc.ascii_trim(pc.utf8_slice_codeunits(fields, start=len(key) + 3), characters=SPACES)
+        taken = values.take(from_numpy(np.maximum(last, 0)))
+        out.append(pc.if_else(from_numpy(last >= 0), taken, pa.nulls(len(texts), taken.type)))
+    return tuple(out)
+
+
+def torch_keys(texts: pa.Array, keep_all: bool) -> pa.Array:
+    """The merge keys of PyTorch operator texts (those :func:`torch_mask` takes): type,
+    library, ``op=`` and the fields, minor ones dropped unless ``keep_all``."""
+    fields, owner = split_fields(texts)
     if not keep_all:
         minor = np.zeros(len(fields), dtype=bool)
         for key in TORCH_MINOR:

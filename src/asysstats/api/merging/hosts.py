@@ -31,7 +31,8 @@ MERGEABLE = (
     "osrt_sum", "hgtx_sum", "hgtx_kern_sum", "hgtx_ppu_proj_sum", "hggc_ppu_kern_category_sum",
     "pccl_desync_trace", "pccl_desync_summary", "pccl_op_sum", "pccl_stage_sum", "ppu_gaps", "ppu_time_util",
     "ppu_memory_bandwidth", "ppu_memory_bandwidth_trace", "ppu_idle_breakdown", "ppu_queue_length",
-    "ppu_queue_length_trace",
+    "ppu_queue_length_trace", "ppu_launch_trace", "ppu_launch_stats", "ppu_short_kernel_histogram",
+    "ppu_short_kernels", "ppu_kernel_sequences",
 )
 PID_COLUMNS = ("PID", "Pid", "Last Process")
 DEVICE_COLUMNS = ("Device ID", "DevId", "Last Device")
