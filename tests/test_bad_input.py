@@ -118,3 +118,14 @@ def test_the_command_exits_as_main_says_without_teardown(report, tmp_path):
                          capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2
     assert bad.stderr.count("\n") == 1 and "unknown rule 'no_such_rule'" in bad.stderr and not bad.stdout
+
+
+@pytest.mark.parametrize("value", ["'soon'", "1.5", "x'00'"])
+def test_a_number_column_holding_other_values(report, value):
+    """Text, a fraction or a blob where the kernel table has integers: connectorx refuses the mixed
+    column, the sqlite3 reader names the table and the column."""
+    with sqlite3.connect(report) as con:
+        con.execute(f"UPDATE HGPTI_ACTIVITY_KIND_KERNEL SET start = {value}")
+    con.close()
+    run = run_cli("stats", "-r", "hggc_ppu_kern_sum", report)
+    assert_one_line_error(run, "HGPTI_ACTIVITY_KIND_KERNEL", "column start", "wrong type")

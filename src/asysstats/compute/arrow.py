@@ -14,13 +14,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 
-def from_numpy(values: np.ndarray) -> pa.Array:
-    """A 1-d numeric or bool numpy array as an Arrow array (no nulls; zero-copy when contiguous)."""
+def from_numpy(values: np.ndarray, valid: np.ndarray | None = None) -> pa.Array:
+    """A 1-d numeric or bool numpy array as an Arrow array (zero-copy when contiguous), null
+    where ``valid`` is False."""
     values = np.ascontiguousarray(values)
+    validity = None if valid is None or valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
     if values.dtype == np.bool_:
         bits = np.packbits(values, bitorder="little")
-        return pa.Array.from_buffers(pa.bool_(), len(values), [None, pa.py_buffer(bits)])
-    return pa.Array.from_buffers(pa.from_numpy_dtype(values.dtype), len(values), [None, pa.py_buffer(values)])
+        return pa.Array.from_buffers(pa.bool_(), len(values), [validity, pa.py_buffer(bits)])
+    return pa.Array.from_buffers(pa.from_numpy_dtype(values.dtype), len(values), [validity, pa.py_buffer(values)])
 
 
 def from_texts(values: Sequence[str | None] | np.ndarray) -> pa.Array:

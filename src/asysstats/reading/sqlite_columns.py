@@ -16,10 +16,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable, Sequence, cast
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from asysstats.compute.arrow import one_chunk
+from asysstats.compute.arrow import from_numpy, from_texts, one_chunk
 from asysstats.core.errors import AsysError
 from asysstats.core.memory import release_memory
 from asysstats.reading.schema import Col
@@ -131,10 +132,19 @@ class TableReader:
         return pa.table({c.name: self._typed(table, c, values) for c, values in zip(cols, arrays)})
 
     def _typed(self, table: str, col: Col, values: Sequence[object]) -> pa.Array:
-        """One column's values as Arrow; an error naming the column when they are not of its kind."""
+        """One column's values as Arrow (from buffers: ``pa.array`` of Python values imports
+        pandas); an error naming the column when they are not of its kind."""
+        found = set(map(type, values)) - {type(None)}
+        wrong = found - ACCEPTED.get(col.kind, ACCEPTED["int"])
         try:
-            return pa.array(list(values), type=arrow_type(col))
-        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError) as exc:
+            if wrong:
+                raise TypeError(", ".join(sorted(t.__name__ for t in wrong)))
+            if col.kind == "text":
+                return from_texts(cast("list[str | None]", list(values)))
+            valid = np.fromiter((v is not None for v in values), dtype=bool, count=len(values))
+            numbers = np.array([0 if v is None else v for v in values], np.float64 if col.kind == "float" else np.int64)
+            return from_numpy(numbers, valid)
+        except (TypeError, ValueError, OverflowError) as exc:
             raise AsysError(f"{self.path}: table {table}, column {col.name}: values of the wrong type ({exc})") from exc
 
 
@@ -145,6 +155,9 @@ def encoded(table: pa.Table, text: list[str]) -> pa.Table:
         index = table.schema.get_field_index(name)
         table = table.set_column(index, name, pa.chunked_array([pc.dictionary_encode(table.column(index)).combine_chunks()]))
     return table
+
+
+ACCEPTED: dict[str, set[type]] = {"text": {str}, "float": {int, float}, "int": {int, bool}}  # Python types of SQLite values (strid: int)
 
 
 def arrow_type(col: Col) -> pa.DataType:

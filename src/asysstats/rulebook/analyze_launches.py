@@ -36,7 +36,7 @@ from asysstats.analysis.names import kernel_name_ids
 from asysstats.analysis.operators.parsers import parse_pytorch
 from asysstats.analysis.operators.torch_texts import torch_fields, torch_mask
 from asysstats.analysis.reads import CALL_READS, INNERMOST_READS, KIND_READS, NAME_COLUMNS, PPU_KINDS
-from asysstats.compute.arrow import from_numpy
+from asysstats.compute.arrow import from_numpy, text
 from asysstats.compute.distinct import distinct, tie_order
 from asysstats.compute.grouped import dense_group_ids
 from asysstats.core.result import FIGURE, INT, PERCENT, TEXT, Column, Frame
@@ -142,13 +142,13 @@ def parent_fields(inputs: Inputs, parents: np.ndarray) -> tuple[np.ndarray, ...]
     uniq, inverse = distinct(parents)
     texts = inputs.strings.texts(uniq)
     bulk = torch_mask(texts)
-    fields = [pc.fill_null(texts, NO_FIELD)] + [pa.nulls(len(uniq), pa.string())] * len(PARENT_FIELDS)
+    fields = [pc.fill_null(texts, text(NO_FIELD))] + [pa.nulls(len(uniq), pa.string())] * len(PARENT_FIELDS)
     if bulk.any():
         parsed = torch_fields(texts.filter(from_numpy(bulk)), PARENT_FIELDS)
         fields = [pc.replace_with_mask(column, from_numpy(bulk), values) for column, values in zip(fields, parsed)]
     ids = [inputs.strings.intern_texts(column) for column in fields]
-    for row, text in zip(np.flatnonzero(~bulk).tolist(), texts.filter(from_numpy(~bulk)).to_pylist()):
-        parsed_one = parse_pytorch(text) if text is not None else None  # non-ASCII operator texts
+    for row, range_text in zip(np.flatnonzero(~bulk).tolist(), texts.filter(from_numpy(~bulk)).to_pylist()):
+        parsed_one = parse_pytorch(range_text) if range_text is not None else None  # non-ASCII operator texts
         if parsed_one is not None:
             ids[0][row] = inputs.strings.intern([parsed_one.params["op"]])[0]
             for column, key in zip(ids[1:], PARENT_FIELDS):
