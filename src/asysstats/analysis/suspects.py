@@ -59,13 +59,16 @@ def suspects(inputs: "Inputs", name: str, loaded: EventTable | None = None) -> S
             has_times = loaded is not None and "start" in loaded and "end" in loaded
             t = loaded if loaded is not None and has_times else inputs.report.load(name, ("start", "end"))
             end_col = TABLES[name].column("end")
-            ended = True if end_col.required else t["end"] != end_col.fill
+            ended = np.ones(t.rows, bool) if end_col.required else t["end"] != end_col.fill
             outside = beyond_limit(t["start"]) | (ended & beyond_limit(t["end"]))
             ended &= ~outside
-            backwards = np.flatnonzero(ended & (t["end"] < t["start"]))
-            longer = np.flatnonzero(ended & (t["end"] - t["start"] > capture)) if capture is not None else backwards[:0]
+            length = t["end"] - t["start"]  # no wrap: both lie within the limit where ended
+            backwards = np.flatnonzero(ended & (length < 0))
+            longer = np.flatnonzero(ended & (length > capture)) if capture is not None else backwards[:0]
             outside_rows = np.flatnonzero(outside)
-            check_total(inputs, name, t["start"][ended], t["end"][ended])
+            np.abs(length, out=length)
+            length[~ended] = 0
+            check_total(inputs, name, length)
             return EventTable({"row": np.concatenate([backwards, longer, outside_rows]),
                                "reason": np.repeat([0, 1, 2], [len(backwards), len(longer), len(outside_rows)])})
 
@@ -75,10 +78,10 @@ def suspects(inputs: "Inputs", name: str, loaded: EventTable | None = None) -> S
     return cache[name]
 
 
-def check_total(inputs: "Inputs", name: str, start: np.ndarray, end: np.ndarray) -> None:
-    """An error when the durations of a table's events (within the time limit) total
-    :data:`TOTAL_LIMIT` or more: no sum of them, nor of four such tables, may wrap."""
-    total = float(np.abs(end - start).sum(dtype=np.float64))
+def check_total(inputs: "Inputs", name: str, lengths: np.ndarray) -> None:
+    """An error when the lengths of a table's events (within the time limit, as absolute values)
+    total :data:`TOTAL_LIMIT` or more: no sum of them, nor of four such tables, may wrap."""
+    total = float(lengths.sum(dtype=np.float64))
     if total >= TOTAL_LIMIT:
         raise AsysError(f"{inputs.path}: table {name}: its events last {total:.3g} ns in all, more than 2^61 ns "
                         "(73 years); their statistics would not fit in 64 bits")

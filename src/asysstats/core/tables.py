@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from typing import Callable, Iterator, Mapping
+from typing import Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -62,10 +62,12 @@ class EventTable(Mapping[str, np.ndarray]):
         return EventTable({**self._columns, **columns})
 
     @staticmethod
-    def concat(parts: list["EventTable"]) -> "EventTable":
+    def concat(parts: list["EventTable"], columns: Sequence[str] | None = None) -> "EventTable":
+        """The rows of ``parts`` one after another: every column, or only ``columns`` (not copying
+        the others)."""
+        names = list(parts[0].keys()) if columns is None else list(columns)
         if len(parts) == 1:
-            return parts[0]
-        names = parts[0].keys()
+            return parts[0] if columns is None else EventTable({n: parts[0][n] for n in names})
         return EventTable({n: np.concatenate([p[n] for p in parts]) for n in names})
 
 

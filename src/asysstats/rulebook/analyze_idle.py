@@ -76,7 +76,8 @@ class Streams:
 
 def streams(inputs: Inputs) -> Streams:
     """The activities by stream, with the start of their launch calls (looked up in the whole report)."""
-    activities = EventTable.concat([inputs.table(kind, STREAM_COLUMNS) for kind in PPU_KINDS])
+    activities = EventTable.concat([inputs.table(kind, STREAM_COLUMNS) for kind in PPU_KINDS],
+                                   ("start", "end", "pid", "deviceId", "streamId", "correlationId"))
     calls = runtime_calls(inputs)
     rows = launch_rows(calls, activities) if calls.rows else np.full(activities.rows, -1, np.int64)
     launched = rows >= 0

@@ -87,7 +87,7 @@ def gpu_span(inputs: Inputs) -> int:
     of them when none is); 0 without activities."""
     calls = runtime_calls(inputs)
     parts = [inputs.table(kind, ACTIVITY_COLUMNS) for kind in PPU_KINDS if inputs.has(kind)]
-    activities = EventTable.concat(parts) if parts else None
+    activities = EventTable.concat(parts, ("start", "end", "pid", "correlationId")) if parts else None
     if activities is None or activities.rows == 0:
         return 0
     linked = launch_rows(calls, activities) >= 0
@@ -276,7 +276,7 @@ def launches(inputs: Inputs, mode: str) -> Launches:
     names = np.concatenate([kernel_name_ids(inputs.strings, kernels, mode),
                             kind_label_ids(inputs, "memcpy_kinds", memcpy["copyKind"], f"[{api} memcpy {{}}]"),
                             np.repeat(inputs.strings.intern([f"[{api} memset]"]), memset.rows)])
-    acts = EventTable({c: np.concatenate([t[c] for t in (kernels, memcpy, memset)]) for c in LAUNCH_COLUMNS + ("pid",)})
+    acts = EventTable.concat([kernels, memcpy, memset], ("start", "end", "correlationId", "deviceId", "pid"))
     calls = runtime_calls(inputs)
     row = launch_rows(calls, acts)
     keep = np.flatnonzero(row >= 0)
