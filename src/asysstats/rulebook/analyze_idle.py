@@ -192,13 +192,20 @@ QUEUE_COLUMNS = KEYS + (
 PERCENTILES = {"P50": 0.5, "P90": 0.9, "P99": 0.99}
 
 
-def time_percentiles(length: np.ndarray, hold: np.ndarray) -> dict[str, int]:
+def time_at_length(length: np.ndarray, hold: np.ndarray) -> np.ndarray:
+    """How long the step function holds each value 0, 1, ..., its max (a queue length is small:
+    one pass, no sort)."""
+    held = np.zeros(int(length.max()) + 1, np.int64)
+    np.add.at(held, length, hold)
+    return held
+
+
+def time_percentiles(held: np.ndarray) -> dict[str, int]:
     """Of each of :data:`PERCENTILES`, the smallest value the step function stays at or under for
-    that share of its time (one sort of the values for all three)."""
-    order = np.argsort(length, kind="stable")
-    held = np.cumsum(hold[order])
-    found = np.searchsorted(held, np.array(list(PERCENTILES.values())) * held[-1])
-    return dict(zip(PERCENTILES, length[order][found].tolist()))
+    that share of its time, from :func:`time_at_length`."""
+    cumulative = np.cumsum(held)
+    found = np.searchsorted(cumulative, np.array(list(PERCENTILES.values())) * cumulative[-1])
+    return dict(zip(PERCENTILES, found.tolist()))
 
 
 def ppu_queue_length(inputs: Inputs, options: QueueOptions) -> Frame:
@@ -210,14 +217,14 @@ def ppu_queue_length(inputs: Inputs, options: QueueOptions) -> Frame:
     cells: dict[str, list] = {name: [] for name in ("Mean", "Max", "P50", "P90", "P99", "Time at Zero (ns)",
                                                     "Time at Max (ns)", "Span (ns)")}
     for g in range(len(found)):
-        length, hold = (v[bounds[g]:bounds[g + 1]] for v in (series.length, series.hold))
-        span, top = int(hold.sum()), int(length.max())
-        cells["Mean"].append(float((length * hold).sum()) / span)
+        held = time_at_length(*(v[bounds[g]:bounds[g + 1]] for v in (series.length, series.hold)))
+        span, top = int(held.sum()), len(held) - 1
+        cells["Mean"].append(float((np.arange(len(held)) * held).sum()) / span)
         cells["Max"].append(top)
-        for name, value in time_percentiles(length, hold).items():
+        for name, value in time_percentiles(held).items():
             cells[name].append(value)
-        cells["Time at Zero (ns)"].append(int(hold[length == 0].sum()))
-        cells["Time at Max (ns)"].append(int(hold[length == top].sum()))
+        cells["Time at Zero (ns)"].append(int(held[0]))
+        cells["Time at Max (ns)"].append(int(held[top]))
         cells["Span (ns)"].append(span)
     frame = key_columns(s.groups, found)
     frame["Launches"] = launches[found].astype(np.int64)
