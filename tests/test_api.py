@@ -156,8 +156,8 @@ def test_the_api_imports_no_pandas():
 def test_no_rule_imports_pandas(tmp_path):
     """Every single-report rule on the bundled sample, cold (an empty cache), in one process: none imports
     pandas (pyarrow does on Python values given to ``pa.array`` or a compute function: 0.3-1.2 s a run)."""
-    code = ("import sys, asysstats\nfrom asysstats.rulebook import REGISTRY\nfrom asysstats.core.errors import AsysError\n"
-            "r = asysstats.open(sys.argv[1])\nran = 0\n"
+    code = ("import sys, asysstats\nfrom asysstats.rulebook import REGISTRY\n"
+            "from asysstats.core.errors import AsysError\nr = asysstats.open(sys.argv[1])\nran = 0\n"
             "for rule in (x for x in REGISTRY if x.reports == 1):\n"
             "    try:\n"
             "        (r.stats if rule.command == 'stats' else r.analyze)(rule.name)\n"

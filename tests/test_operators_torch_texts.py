@@ -67,7 +67,8 @@ def test_bulk_recognition_does_not_import_pandas() -> None:
     code = ("import sys\nfrom asysstats.compute.arrow import from_texts\n"
             "from asysstats.analysis.operators.torch_texts import torch_fields, torch_keys, torch_mask\n"
             "texts = from_texts(['aten::mm, seq = 1', 'x'])\n"
-            "torch_mask(texts), torch_keys(texts, False), torch_fields(texts, ('seq',))\nprint('pandas' in sys.modules)")
+            "torch_mask(texts), torch_keys(texts, False), torch_fields(texts, ('seq',))\n"
+            "print('pandas' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["False"]
 

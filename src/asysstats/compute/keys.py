@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
@@ -18,31 +17,22 @@ def pair_key(high: np.ndarray, low: np.ndarray) -> np.ndarray:
     return (np.asarray(high, np.int64) << 32) | (np.asarray(low, np.int64) & 0xFFFFFFFF)
 
 
-@dataclass
-class Packed:
-    """Columns packed into one int64 per row, each in its own bits (most significant first)."""
-
-    key: np.ndarray
-    widths: tuple[int, ...]
-
-    def part(self, index: int) -> np.ndarray:
-        """Column ``index`` of each row of ``key`` (as sorted, when it was)."""
-        below = sum(self.widths[index + 1:])
-        return (self.key >> below) & ((1 << self.widths[index]) - 1)
-
-
-def packed_key(parts: Sequence[tuple[np.ndarray, int]]) -> Packed | None:
-    """The rows' tuples of ``parts`` (non-negative values, each below its bound) as one int64 in
-    their order, or None when the bits pass 62. Sorting the key (``np.sort``, no permutation)
-    and reading the parts back replaces a ``lexsort`` and the gathers after it."""
-    widths = tuple(max(bound - 1, 1).bit_length() for _, bound in parts)
+def sorted_rows(parts: Sequence[tuple[np.ndarray, int]]) -> tuple[np.ndarray, ...]:
+    """The columns of ``parts`` (non-negative values, each below its bound) with their rows in
+    lexicographic order (the first column most significant). When the bounds fit 62 bits the
+    columns are packed into one int64, sorted by ``np.sort`` and read back: no ``lexsort``, no
+    permutation to gather through; else ``lexsort``."""
+    widths = [max(bound - 1, 1).bit_length() for _, bound in parts]
     if sum(widths) > 62:
-        return None
+        order = np.lexsort([values for values, _ in reversed(parts)])
+        return tuple(values[order] for values, _ in parts)
     key = np.zeros(len(parts[0][0]), np.int64)
     for (values, _), width in zip(parts, widths):
         key <<= width
         key |= values
-    return Packed(key, widths)
+    key.sort()
+    below = np.cumsum(widths[::-1])[::-1] - widths  # the bits under each column
+    return tuple((key >> int(shift)) & ((1 << width) - 1) for shift, width in zip(below, widths))
 
 
 def lookup(keys: np.ndarray, wanted: np.ndarray) -> np.ndarray:

@@ -134,16 +134,16 @@ class TableReader:
     def _typed(self, table: str, col: Col, values: Sequence[object]) -> pa.Array:
         """One column's values as Arrow (from buffers: ``pa.array`` of Python values imports
         pandas); an error naming the column when they are not of its kind."""
-        found = set(map(type, values)) - {type(None)}
-        wrong = found - ACCEPTED.get(col.kind, ACCEPTED["int"])
+        wrong = set(map(type, values)) - {type(None)} - ACCEPTED.get(col.kind, ACCEPTED["int"])
         try:
             if wrong:
                 raise TypeError(", ".join(sorted(t.__name__ for t in wrong)))
             if col.kind == "text":
                 return from_texts(cast("list[str | None]", list(values)))
-            valid = np.fromiter((v is not None for v in values), dtype=bool, count=len(values))
-            numbers = np.array([0 if v is None else v for v in values], np.float64 if col.kind == "float" else np.int64)
-            return from_numpy(numbers, valid)
+            objects = np.array(values, dtype=object).reshape(-1)
+            valid = objects != None  # noqa: E711 (element-wise)
+            objects[~valid] = 0
+            return from_numpy(objects.astype(np.float64 if col.kind == "float" else np.int64), valid)
         except (TypeError, ValueError, OverflowError) as exc:
             raise AsysError(f"{self.path}: table {table}, column {col.name}: values of the wrong type ({exc})") from exc
 
@@ -157,7 +157,8 @@ def encoded(table: pa.Table, text: list[str]) -> pa.Table:
     return table
 
 
-ACCEPTED: dict[str, set[type]] = {"text": {str}, "float": {int, float}, "int": {int, bool}}  # Python types of SQLite values (strid: int)
+# The Python types of the SQLite values each kind takes (a string id: int's)
+ACCEPTED: dict[str, set[type]] = {"text": {str}, "float": {int, float}, "int": {int, bool}}
 
 
 def arrow_type(col: Col) -> pa.DataType:

@@ -25,7 +25,7 @@ from asysstats.analysis.launches import launch_rows, runtime_calls
 from asysstats.analysis.reads import CALL_READS, PPU_KINDS
 from asysstats.compute.grouped import Groups, group_by
 from asysstats.compute.intervals import running_max_by_segment
-from asysstats.compute.keys import packed_key
+from asysstats.compute.keys import sorted_rows
 from asysstats.core.integers import INT64_MAX
 from asysstats.core.result import DECIMAL, INT, PERCENT, TEXT, Column, Frame
 from asysstats.core.tables import EventTable
@@ -158,14 +158,7 @@ def queue_series(s: Streams, until: str) -> Series:
     time_steps = np.concatenate([done - earliest, begin - earliest])
     groups = np.concatenate([group, group])
     up = np.repeat(np.array([0, 1], np.int64), len(done))  # -1 steps (0) before +1 steps (1)
-    packed = packed_key([(groups, s.groups.count), (time_steps, span), (up, 2)])
-    if packed is None:
-        order = np.lexsort((up, time_steps, groups))
-        groups, time_steps, up = groups[order], time_steps[order], up[order]
-    else:  # the sorted key holds the sorted columns: no permutation to apply
-        packed.key.sort()
-        groups, time_steps, up = packed.part(0), packed.part(1), packed.part(2)
-    del packed
+    groups, time_steps, up = sorted_rows([(groups, s.groups.count), (time_steps, span), (up, 2)])
     length = np.cumsum(up * 2 - 1)  # each stream's steps sum to zero: one running sum serves all
     last = np.flatnonzero(np.concatenate([(groups[1:] != groups[:-1]) | (time_steps[1:] != time_steps[:-1]),
                                           [True]]))

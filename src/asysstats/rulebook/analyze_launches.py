@@ -34,7 +34,7 @@ from asysstats.analysis.inputs import Inputs
 from asysstats.analysis.launches import innermost_range_names, launch_rows, runtime_calls
 from asysstats.analysis.names import kernel_name_ids
 from asysstats.analysis.operators.parsers import parse_pytorch
-from asysstats.analysis.operators.torch_texts import torch_fields, torch_mask
+from asysstats.analysis.operators.torch_texts import is_true, torch_fields, torch_mask
 from asysstats.analysis.reads import CALL_READS, INNERMOST_READS, KIND_READS, NAME_COLUMNS, PPU_KINDS
 from asysstats.compute.arrow import from_numpy, text
 from asysstats.compute.distinct import distinct, tie_order
@@ -147,8 +147,9 @@ def parent_fields(inputs: Inputs, parents: np.ndarray) -> tuple[np.ndarray, ...]
         parsed = torch_fields(texts.filter(from_numpy(bulk)), PARENT_FIELDS)
         fields = [pc.replace_with_mask(column, from_numpy(bulk), values) for column, values in zip(fields, parsed)]
     ids = [inputs.strings.intern_texts(column) for column in fields]
-    for row, range_text in zip(np.flatnonzero(~bulk).tolist(), texts.filter(from_numpy(~bulk)).to_pylist()):
-        parsed_one = parse_pytorch(range_text) if range_text is not None else None  # non-ASCII operator texts
+    other = is_true(pc.invert(pc.string_is_ascii(texts)))  # torch_mask takes ASCII texts only: these one by one
+    for row, range_text in zip(np.flatnonzero(other).tolist(), texts.filter(from_numpy(other)).to_pylist()):
+        parsed_one = parse_pytorch(range_text)
         if parsed_one is not None:
             ids[0][row] = inputs.strings.intern([parsed_one.params["op"]])[0]
             for column, key in zip(ids[1:], PARENT_FIELDS):
