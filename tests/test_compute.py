@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from asysstats.analysis.activity import row_index
 from asysstats.compute import grouped, intervals
 from asysstats.compute.distinct import DERIVED_BASE, Coded, distinct, narrowed, tie_order
-from asysstats.compute.keys import lookup_pair, sorted_rows
+from asysstats.compute.keys import lookup_pair, row_order, sorted_rows
 from asysstats.core.strings import StringPool
 
 SETTINGS = settings(max_examples=80, deadline=None)
@@ -371,3 +371,20 @@ def test_sorted_rows_sorts_as_lexsort(rows, bounds):
     order = np.lexsort(columns[::-1])
     got = sorted_rows(list(zip(columns, bounds)))
     assert all(np.array_equal(got[i], columns[i][order]) for i in range(3))
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(1, 12).flatmap(lambda width: st.lists(
+    st.lists(st.one_of(st.integers(-3, 3), st.integers(-2 ** 62, 2 ** 62)), min_size=width, max_size=width),
+    min_size=1, max_size=60)))
+def test_row_order_is_the_lexsort_order(rows):
+    """Dense ranks packed into one int64 (few distinct values per key) or ``lexsort`` (a dozen
+    keys of many values overflow 62 bits): the order of ``np.lexsort``, ties in row order."""
+    keys = [np.array(column, np.int64) for column in zip(*rows)]
+    assert row_order(keys).tolist() == np.lexsort(keys[::-1]).tolist()
+
+
+def test_row_order_golden():
+    # rows (group, -total): ties of group 1 broken by total, equal rows keep their order
+    group, total = np.array([1, 0, 1, 1, 0]), np.array([-5, -2, -9, -5, -3])
+    assert row_order([group, total]).tolist() == [4, 1, 2, 0, 3]

@@ -14,7 +14,7 @@ from typing import Callable
 import numpy as np
 
 DERIVED_BASE = 1 << 40  # the first id of a derived string
-DENSE_SPAN = 1 << 25  # value ranges up to this size are counted in a table, not sorted
+DENSE_SPAN = 1 << 27  # value ranges up to this size are counted in a table, not sorted (docs/performance.md)
 SAMPLE_ROWS, FEW_SAMPLED = 4096, 64  # scattered values are looked up among a sample's when it has this few
 
 
@@ -75,10 +75,12 @@ def dense_distinct(values: np.ndarray, high: int, narrow: bool = False) -> tuple
     present = np.zeros(high + 1, dtype=np.bool_)
     present[values] = True
     uniq = np.flatnonzero(present)
-    # zeroed pages are mapped lazily: only those written cost
-    slot: np.ndarray = np.zeros(high + 1, dtype=code_type(len(uniq)) if narrow else np.int64)
+    del present
+    # zeroed pages are mapped lazily: only those written cost; narrow slots, fewer of them
+    slot: np.ndarray = np.zeros(high + 1, dtype=code_type(len(uniq)))
     slot[uniq] = np.arange(len(uniq))
-    return uniq, slot[values]
+    codes = slot[values]
+    return uniq, codes if narrow else codes.astype(np.int64)
 
 
 def code_type(count: int) -> type:

@@ -35,6 +35,25 @@ def sorted_rows(parts: Sequence[tuple[np.ndarray, int]]) -> tuple[np.ndarray, ..
     return tuple((key >> int(shift)) & ((1 << width) - 1) for shift, width in zip(below, widths))
 
 
+def row_order(keys: Sequence[np.ndarray]) -> np.ndarray:
+    """The order of ``np.lexsort`` by integer ``keys`` given most significant first: each key
+    replaced by its dense rank (:func:`distinct`), the ranks packed into one int64 when they fit
+    62 bits and ordered by one stable ``argsort``; else ``np.lexsort``. On 4 M groups of seven
+    keys (``hgtx_kern_sum``) 3.7 -> 0.9 s (docs/performance.md)."""
+    packed = np.zeros(len(keys[0]) if keys else 0, np.int64)
+    used = 0
+    for values in keys:
+        uniq, codes = distinct(values)
+        width = max(len(uniq) - 1, 1).bit_length()
+        used += width
+        if used > 62:
+            return np.lexsort(tuple(reversed(keys)))
+        packed <<= width
+        packed |= codes
+        del codes
+    return np.argsort(packed, kind="stable")
+
+
 def lookup(keys: np.ndarray, wanted: np.ndarray) -> np.ndarray:
     """Row of ``keys`` holding each ``wanted`` value (its first occurrence), -1 when absent."""
     if len(keys) == 0:

@@ -34,11 +34,11 @@ from asysstats.analysis.hgtx import load_ranges, name_filter
 from asysstats.analysis.inputs import Inputs
 from asysstats.analysis.launches import launch_rows, runtime_calls
 from asysstats.analysis.names import kernel_name_codes, kernel_name_ids
-from asysstats.analysis.reads import CORRELATE_READS, HGTX_READS
+from asysstats.analysis.reads import ACTIVITY_COLUMNS, CORRELATE_READS, HGTX_READS, NAME_COLUMNS
 from asysstats.compute.distinct import Coded, tie_order
 from asysstats.compute.grouped import dense_group_ids, grouped_stats
 from asysstats.compute.intervals import distinct_sorted
-from asysstats.compute.keys import pair_key
+from asysstats.compute.keys import pair_key, row_order
 from asysstats.core.memory import release_memory
 from asysstats.core.result import INT, TEXT, Column, Frame, Gathered
 from asysstats.core.strings import StringPool
@@ -49,13 +49,17 @@ if TYPE_CHECKING:
     import regex
 
 STANDALONE = Option("standalone", "flag", "Include kernels correlated with no HGTX range (HGTX cells '-').", False)
-KERNEL_COLUMNS = ("start", "end", "deviceId", "contextId", "streamId", "correlationId", "globalPid", "graphId",
-                  "graphNodeId", "demangledName", "shortName", "mangledName",
-                  "gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ")
+# what the summary reads of a kernel, the mangled name only for --mangled (the trace's other columns
+# cost a cold run on 5 M kernels 1.5 s)
+SUM_KERNEL_COLUMNS = (*ACTIVITY_COLUMNS, "demangledName")
+TRACE_KERNEL_COLUMNS = ("start", "end", "deviceId", "contextId", "streamId", "correlationId", "globalPid", "graphId",
+                        "graphNodeId", "demangledName", "shortName", "mangledName",
+                        "gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ")
 
 
 RANGE_CELLS = ("rangeId", "name", "style", "globalTid", "pid", "tid", "start", "end")
-READS = merged_reads(HGTX_READS, {"kernels": KERNEL_COLUMNS}, CORRELATE_READS)
+READS = merged_reads(HGTX_READS, {"kernels": (*SUM_KERNEL_COLUMNS, *NAME_COLUMNS)}, CORRELATE_READS)
+TRACE_READS = merged_reads(HGTX_READS, {"kernels": TRACE_KERNEL_COLUMNS}, CORRELATE_READS)
 
 
 @dataclass(frozen=True)
@@ -78,11 +82,12 @@ class Links:
     """Correlated (range, kernel) rows, plus one row per standalone kernel (range -1), as
     int32 rows of ``ranges`` and ``kernels``; the cells they print are gathered from those."""
 
-    def __init__(self, inputs: Inputs, options: TraceOptions, devices: tuple[int, ...] | None) -> None:
+    def __init__(self, inputs: Inputs, options: TraceOptions, devices: tuple[int, ...] | None,
+                 kernel_columns: tuple[str, ...]) -> None:
         inputs.require("kernels")
         ranges = load_ranges(inputs, RANGE_CELLS)
         self.ranges = ranges.take(name_filter(inputs, ranges["name"], options.range_include, options.range_exclude))
-        self.kernels: EventTable = activity_table(inputs, "kernels", KERNEL_COLUMNS, devices)
+        self.kernels: EventTable = activity_table(inputs, "kernels", kernel_columns, devices)
         self.calls = runtime_calls(inputs)
         self.launch = launch_rows(self.calls, self.kernels)
         pairs: Pairs = correlate(inputs, self.ranges, self.kernels, not options.no_graph_mapping, self.launch)
@@ -145,8 +150,10 @@ class KernelGroups:
 
 
 def kernel_groups(inputs: Inputs, options: SumOptions) -> KernelGroups:
-    links = Links(inputs, options, options.device)
-    label, keys = row_groups(links, kernel_name_codes(inputs.strings, links.kernels, name_mode(options)))
+    mode = name_mode(options)
+    columns = (*SUM_KERNEL_COLUMNS, "mangledName") if mode == "mangled" else SUM_KERNEL_COLUMNS
+    links = Links(inputs, options, options.device, columns)
+    label, keys = row_groups(links, kernel_name_codes(inputs.strings, links.kernels, mode))
     # a kernel counts once per group (nested ranges of one name would count it twice)
     distinct = distinct_sorted(np.sort(pair_key(label, links.kernel_row)))
     range_inst = np.bincount(distinct_sorted(np.sort(pair_key(label, links.range_row))) >> 32,
@@ -158,8 +165,8 @@ def kernel_groups(inputs: Inputs, options: SumOptions) -> KernelGroups:
     _, stats = grouped_stats([k_label], kernels["end"][k_row] - kernels["start"][k_row])
     del k_label, k_row
     standalone = keys[0] < 0
-    order = np.lexsort((inputs.strings.sort_rank(keys[1]), inputs.strings.sort_rank(keys[4]), -stats["sum"],
-                        keys[3], keys[2], inputs.strings.sort_rank(keys[0]), standalone))
+    order = row_order((standalone, inputs.strings.sort_rank(keys[0]), keys[2], keys[3], -stats["sum"],
+                       inputs.strings.sort_rank(keys[4]), inputs.strings.sort_rank(keys[1])))
     return KernelGroups(tuple(key[order] for key in keys), range_inst[order],
                         {name: values[order] for name, values in stats.items()}, standalone[order])
 
@@ -248,7 +255,7 @@ def start_order(strings: StringPool, start: np.ndarray, names: np.ndarray, ids: 
 
 
 def kern_trace(inputs: Inputs, options: TraceOptions) -> Frame:
-    links = Links(inputs, options, None)
+    links = Links(inputs, options, None, TRACE_KERNEL_COLUMNS)
     kernels = links.kernels
     kernel_names = kernel_name_ids(inputs.strings, kernels, name_mode(options))
     ranges = links.ranges
@@ -306,7 +313,7 @@ KERN_TRACE = Rule(
          "API cells are '-' where the range is mapped to the kernel through a graph node.",
     columns=TRACE_COLUMNS,
     compute=kern_trace,
-    reads=READS,
+    reads=TRACE_READS,
     options=TraceOptions,
 )
 
