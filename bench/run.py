@@ -1,9 +1,9 @@
 """Benchmark of every rule on a scaled sample report, against SQLite's own scan.
 
-    python bench/run.py [--scale N | --kernels N] [--rules a,b] [--cold-only] [--repeat N]
+    python bench/run.py [--scale N | --kernels N] [--nsight] [--rules a,b] [--cold-only] [--repeat N]
 
 Generates (and caches in bench/out/) ``asys sample --scale N`` (or, with ``--kernels N``, a
-report of N kernels alone), times SQLite's C aggregate scan of each table a rule's cold run read (those
+report of N kernels alone; with ``--nsight``, its copy in the Nsight dialect, ``common.nsight_copy``), times SQLite's C aggregate scan of each table a rule's cold run read (those
 its cache entry holds: the rule's and the engine's reads with default options; the
 floor for reading the data: over start/end, and over every column the rule's cold run read,
 the scan "of the same columns" of target 1), then runs each rule as a whole ``asys`` process
@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 from typing import Iterator
 
-from common import kernel_report
+from common import kernel_report, nsight_copy
 
 from asysstats.reading.cache import ColumnCache
 from asysstats.reading.schema import TABLES
@@ -199,12 +199,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scale", type=int, default=200)
     parser.add_argument("--kernels", type=int, default=0, help="a report of this many kernels alone")
+    parser.add_argument("--nsight", action="store_true", help="the report's copy under Nsight's table names")
     parser.add_argument("--rules", default="")
     parser.add_argument("--cold-only", action="store_true", help="skip the warm runs (very large reports)")
     parser.add_argument("--repeat", type=int, default=1,
                         help="rounds of scan, cold and warm run per rule: the best seconds of each, the largest RSS")
     args = parser.parse_args()
     report = kernel_report(args.kernels) if args.kernels else sample(args.scale)
+    if args.nsight:
+        report = nsight_copy(report)
     rules = [r for r in REGISTRY if r.reports == 1 and (not args.rules or r.name in args.rules.split(","))]
     floor, base = startup()
     _, cold_base = startup("asysstats.cli, pyarrow.ipc, connectorx")

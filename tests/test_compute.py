@@ -388,3 +388,16 @@ def test_row_order_golden():
     # rows (group, -total): ties of group 1 broken by total, equal rows keep their order
     group, total = np.array([1, 0, 1, 1, 0]), np.array([-5, -2, -9, -5, -3])
     assert row_order([group, total]).tolist() == [4, 1, 2, 0, 3]
+
+
+@SETTINGS
+@given(st.lists(id_values, max_size=60))
+def test_group_order_is_the_stable_sort_by_group(groups):
+    values = np.array(groups, np.int64)
+    assert intervals.group_order(values).tolist() == np.argsort(values, kind="stable").tolist()
+
+
+def test_group_order_of_many_groups_sorts_the_values():
+    # 70,000 distinct groups (more than 16-bit codes hold), each twice: ties keep row order
+    values = np.tile(np.arange(70_000, 0, -1) * 3, 2)
+    assert np.array_equal(intervals.group_order(values), np.argsort(values, kind="stable"))

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from asysstats.compute.distinct import distinct
+
 
 def union(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Disjoint, sorted segments covering the same time as the input intervals."""
@@ -185,7 +187,7 @@ def enclosing_pairs(range_group: np.ndarray, range_start: np.ndarray, range_end:
     out_p: list[np.ndarray] = []
     p_order = group_time_order(point_group, point_time)
     pg_sorted, pt_sorted = point_group[p_order], point_time[p_order]
-    r_order = np.argsort(range_group, kind="stable")
+    r_order = group_order(range_group)
     rg_sorted = range_group[r_order]
     for g in np.intersect1d(distinct_sorted(rg_sorted), distinct_sorted(pg_sorted), assume_unique=True):
         lo_g, hi_g = np.searchsorted(pg_sorted, g, "left"), np.searchsorted(pg_sorted, g, "right")
@@ -216,6 +218,13 @@ def group_time_order(group: np.ndarray, time: np.ndarray) -> np.ndarray:
     return order[np.argsort(rank, kind="stable")]
 
 
+def group_order(group: np.ndarray) -> np.ndarray:
+    """The stable order of rows by ``group``: a radix sort of the groups' codes when they fit
+    16 bits (threads; 5.7 M ranges 0.76 -> 0.1 s), else a stable sort of the values."""
+    uniq, codes = distinct(group, narrow=True)
+    return np.argsort(codes if len(uniq) <= 1 << 16 else group, kind="stable")
+
+
 def distinct_sorted(sorted_values: np.ndarray) -> np.ndarray:
     """The distinct values of an already sorted array (``np.unique`` without its sort)."""
     keep = np.ones(len(sorted_values), dtype=bool)
@@ -236,8 +245,9 @@ def expand_slices(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarra
     owner = np.repeat(np.arange(len(lengths)), lengths)
     if len(owner) == 0:
         return owner, owner
-    offsets = np.arange(len(owner)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-    return owner, np.repeat(lo, lengths) + offsets
+    element = np.repeat(np.asarray(lo) - (np.cumsum(lengths) - lengths), lengths)  # lo less the slice's first position
+    element += np.arange(len(owner))
+    return owner, element
 
 
 def overlap_components(group: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:

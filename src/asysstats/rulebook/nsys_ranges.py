@@ -28,6 +28,7 @@ from asysstats.analysis.launches import innermost_range_names
 from asysstats.analysis.names import demangle, prefixed_ids
 from asysstats.analysis.reads import INNERMOST_READS, LAUNCH_COLUMNS
 from asysstats.analysis.summary import StatColumns
+from asysstats.compute.distinct import distinct
 from asysstats.compute.grouped import grouped_stats, sample_deviation
 from asysstats.core.result import DECIMAL, INT, NSYS_STATS, TEXT, Column, Frame
 from asysstats.rulebook.hgtx_kernels import READS as KERNEL_RANGE_READS
@@ -59,10 +60,11 @@ def range_display(inputs: Inputs, names: np.ndarray) -> np.ndarray:
     """Range name ids as nsys 2024 prints them: a range of the default domain ``:name``
     (as ``nvtx_sum`` prints it), one of a named domain ``domain:name``."""
     ranges = load_ranges(inputs, ("name", "domain"))
-    default = np.isin(names, ranges["name"][ranges["domain"] < 0]) & (names >= 0)
-    shown = names.copy()
-    shown[default] = inputs.strings.map_distinct(names[default], lambda name: f":{name}")
-    return shown
+    uniq, index = distinct(names)  # decided per distinct name: 4 M rows of nvtx_kern_sum hold 60 k
+    default = np.isin(uniq, distinct(ranges["name"][ranges["domain"] < 0])[0]) & (uniq >= 0)
+    shown = uniq.copy()
+    shown[default] = inputs.strings.map_distinct(uniq[default], lambda name: f":{name}")
+    return shown[index]
 
 
 # nvtx_kern_sum ---------------------------------------------------------------------------------------------
