@@ -39,7 +39,7 @@ def row_order(keys: Sequence[np.ndarray]) -> np.ndarray:
     """The order of ``np.lexsort`` by integer ``keys`` given most significant first: each key
     replaced by its dense rank (:func:`distinct`), the ranks packed into one int64 when they fit
     62 bits and ordered by one stable ``argsort``; else ``np.lexsort``. On 4 M groups of seven
-    keys (``hgtx_kern_sum``) 3.7 -> 0.9 s (docs/performance.md)."""
+    keys (``hgtx_kern_sum``) 4.4 -> 1.9 s, text ranks included (docs/performance.md)."""
     packed = np.zeros(len(keys[0]) if keys else 0, np.int64)
     used = 0
     for values in keys:
