@@ -159,7 +159,7 @@ def project(pairs: Pairs, activities: EventTable, n_ranges: int) -> Projection:
         key = pairs.range_row * n
         key += rank[pairs.activity_row]
         del rank, pairs
-        key.sort()
+        key.sort(kind="stable")
         r = key // n
         np.remainder(key, n, out=key)
         a = by_start[key]

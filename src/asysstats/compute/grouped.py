@@ -117,8 +117,9 @@ def key_coded(key: Key, narrow: bool) -> Coded:
 def grouped_stats(keys: Sequence[Key], values: np.ndarray) -> tuple[Groups, dict[str, np.ndarray]]:
     """Count, sum, mean, median, min, max and population stddev of ``values`` per group.
 
-    Integer values take a fast path: (group, value) packed into one int64 and sorted with
-    ``np.sort`` (several times faster than ``lexsort``); other values are lexsorted."""
+    Integer values take a fast path: (group, value) packed into one int64 and sorted by timsort
+    (several times faster than ``lexsort``, and than quicksort on rows in time order); other
+    values are lexsorted."""
     values = np.asarray(values)
     if len(values) and values.dtype.kind in "iu" and keys \
             and all(isinstance(k, Coded) or np.asarray(k).dtype.kind in "iu" for k in keys):
@@ -132,7 +133,7 @@ def grouped_stats(keys: Sequence[Key], values: np.ndarray) -> tuple[Groups, dict
         if shift + group_bits < 63:
             ordered = np.left_shift(gid, shift)
             ordered += values - low if low else values
-            ordered.sort()  # in place: each large temporary costs its page faults
+            ordered.sort(kind="stable")  # in place: each large temporary costs its page faults
             bounds = np.searchsorted(ordered, np.arange(len(key_values[0]) + 1, dtype=np.int64) << shift)
             ordered &= (1 << shift) - 1
             stats = offset(stats_of_ordered(bounds, ordered), low) if low else stats_of_ordered(bounds, ordered)

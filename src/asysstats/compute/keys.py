@@ -20,8 +20,9 @@ def pair_key(high: np.ndarray, low: np.ndarray) -> np.ndarray:
 def sorted_rows(parts: Sequence[tuple[np.ndarray, int]]) -> tuple[np.ndarray, ...]:
     """The columns of ``parts`` (non-negative values, each below its bound) with their rows in
     lexicographic order (the first column most significant). When the bounds fit 62 bits the
-    columns are packed into one int64, sorted by ``np.sort`` and read back: no ``lexsort``, no
-    permutation to gather through; else ``lexsort``."""
+    columns are packed into one int64, sorted and read back: no ``lexsort``, no permutation to
+    gather through; else ``lexsort``. The sort is timsort (``kind="stable"``): keys built from
+    time-ordered tables come in long sorted runs, which it merges in near-linear time."""
     widths = [max(bound - 1, 1).bit_length() for _, bound in parts]
     if sum(widths) > 62:
         order = np.lexsort([values for values, _ in reversed(parts)])
@@ -30,7 +31,7 @@ def sorted_rows(parts: Sequence[tuple[np.ndarray, int]]) -> tuple[np.ndarray, ..
     for (values, _), width in zip(parts, widths):
         key <<= width
         key |= values
-    key.sort()
+    key.sort(kind="stable")
     below = np.cumsum(widths[::-1])[::-1] - widths  # the bits under each column
     return tuple((key >> int(shift)) & ((1 << width) - 1) for shift, width in zip(below, widths))
 

@@ -240,7 +240,7 @@ def sorted_pairs(kernel_row: np.ndarray, range_row: np.ndarray, via_graph: np.nd
     key <<= 1
     key |= via_graph
     del kernel_pos, range_pos
-    key.sort()
+    key.sort(kind="stable")
     graph = (key & 1).astype(bool)
     key >>= 1
     ranges = np.append(-1, range_order).astype(np.int32)[key % span]
