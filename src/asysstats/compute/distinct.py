@@ -50,24 +50,38 @@ def distinct(ids: np.ndarray, narrow: bool = False) -> tuple[np.ndarray, np.ndar
 
 def sampled_distinct(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     """``distinct`` of scattered values that are few (thread ids): the distinct values of a
-    sample of the rows, when every row is among them (each found by a binary search), else None."""
+    sample of the rows, with those of the rows the sample missed (a thread of a few events),
+    each row found by a binary search; None when they are more than ``FEW_SAMPLED``."""
     uniq, _ = sampled_values(ids)
-    if len(uniq) > FEW_SAMPLED:
-        return None
-    index = np.searchsorted(uniq, ids)
-    np.minimum(index, len(uniq) - 1, out=index)
-    for start in range(0, len(ids), SAMPLE_ROWS * 16):  # checked a range of rows at a time: no copy of them all
-        stop = start + SAMPLE_ROWS * 16
-        if not np.array_equal(uniq[index[start:stop]], ids[start:stop]):
-            return None
-    return uniq, index
+    while len(uniq) <= FEW_SAMPLED:
+        index = np.searchsorted(uniq, ids)
+        np.minimum(index, len(uniq) - 1, out=index)
+        missed = np.empty(0, np.int64)
+        for start in range(0, len(ids), SAMPLE_ROWS * 16):  # checked a range of rows at a time: no copy of them all
+            stop = start + SAMPLE_ROWS * 16
+            wrong = uniq[index[start:stop]] != ids[start:stop]
+            if wrong.any():
+                missed = distinct_sorted(np.sort(np.concatenate([missed, ids[start:stop][wrong]])))
+                if len(uniq) + len(missed) > FEW_SAMPLED:
+                    return None
+        if len(missed) == 0:
+            return uniq, index
+        uniq = np.sort(np.concatenate([uniq, missed]))  # then every row is among them: one more pass
+    return None
 
 
 def sampled_values(values: np.ndarray, rows: int = SAMPLE_ROWS) -> tuple[np.ndarray, int]:
     """The distinct values (ascending) of a sample of about ``rows`` rows spread over a column,
     and the sample's size: a column of many distinct values is told without counting them all."""
     sample = np.sort(values[::max(1, len(values) // rows)])
-    return sample[np.concatenate([[True], sample[1:] != sample[:-1]])[:len(sample)]], len(sample)
+    return distinct_sorted(sample), len(sample)
+
+
+def distinct_sorted(sorted_values: np.ndarray) -> np.ndarray:
+    """The distinct values of an already sorted array (``np.unique`` without its sort)."""
+    keep = np.ones(len(sorted_values), dtype=bool)
+    keep[1:] = sorted_values[1:] != sorted_values[:-1]
+    return sorted_values[keep]
 
 
 def dense_distinct(values: np.ndarray, high: int, narrow: bool = False) -> tuple[np.ndarray, np.ndarray]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from asysstats.compute.distinct import distinct
+from asysstats.compute.distinct import distinct, distinct_sorted
 
 
 def union(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -223,13 +223,6 @@ def group_order(group: np.ndarray) -> np.ndarray:
     16 bits (threads; 5.7 M ranges 0.76 -> 0.1 s), else a stable sort of the values."""
     uniq, codes = distinct(group, narrow=True)
     return np.argsort(codes if len(uniq) <= 1 << 16 else group, kind="stable")
-
-
-def distinct_sorted(sorted_values: np.ndarray) -> np.ndarray:
-    """The distinct values of an already sorted array (``np.unique`` without its sort)."""
-    keep = np.ones(len(sorted_values), dtype=bool)
-    keep[1:] = sorted_values[1:] != sorted_values[:-1]
-    return sorted_values[keep]
 
 
 def set_difference(values: np.ndarray, other: np.ndarray) -> np.ndarray:

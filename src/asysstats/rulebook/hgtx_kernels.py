@@ -35,9 +35,8 @@ from asysstats.analysis.inputs import Inputs
 from asysstats.analysis.launches import launch_rows, runtime_calls
 from asysstats.analysis.names import kernel_name_codes, kernel_name_ids
 from asysstats.analysis.reads import ACTIVITY_COLUMNS, CORRELATE_READS, HGTX_READS, NAME_COLUMNS
-from asysstats.compute.distinct import Coded, tie_order
+from asysstats.compute.distinct import Coded, distinct_sorted, tie_order
 from asysstats.compute.grouped import dense_group_ids, grouped_stats
-from asysstats.compute.intervals import distinct_sorted
 from asysstats.compute.keys import pair_key, row_order
 from asysstats.core.memory import release_memory
 from asysstats.core.result import INT, TEXT, Column, Frame, Gathered

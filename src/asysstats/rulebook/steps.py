@@ -27,7 +27,8 @@ from asysstats.analysis.hgtx import load_ranges
 from asysstats.analysis.inputs import Inputs
 from asysstats.analysis.names import kernel_name_ids
 from asysstats.analysis.reads import ACTIVITY_READS, CORRELATE_READS, HGTX_READS, KERNEL_COLUMNS
-from asysstats.compute.intervals import cumulative_cover, difference, distinct_sorted, running_max_by_segment
+from asysstats.compute.distinct import distinct_sorted
+from asysstats.compute.intervals import cumulative_cover, difference, running_max_by_segment
 from asysstats.core.regexes import compile_user_regex
 from asysstats.core.result import INT, PERCENT, TEXT, Column, Frame
 from asysstats.core.tables import NA, EventTable

@@ -20,9 +20,9 @@ from asysstats.analysis.inputs import Inputs
 from asysstats.analysis.launches import launch_rows, runtime_calls
 from asysstats.analysis.names import kernel_name_ids
 from asysstats.analysis.reads import CALL_READS, KERNEL_COLUMNS
-from asysstats.compute.distinct import distinct
+from asysstats.compute.distinct import distinct, distinct_sorted
 from asysstats.compute.grouped import share_percent
-from asysstats.compute.intervals import difference_length, distinct_sorted, union, union_length
+from asysstats.compute.intervals import difference_length, union, union_length
 from asysstats.core.regexes import compile_user_regex, search
 from asysstats.core.result import INT, PERCENT, TEXT, Column, Frame
 from asysstats.core.strings import StringPool

@@ -15,8 +15,9 @@ import numpy as np
 from asysstats.analysis.activity import row_index
 from asysstats.analysis.declarations import DEVICE, ROWS, Options, Rule
 from asysstats.analysis.inputs import Inputs
+from asysstats.compute.distinct import distinct_sorted
 from asysstats.compute.grouped import share_percent
-from asysstats.compute.intervals import distinct_sorted, intersection_length, start_order_gaps, union_length
+from asysstats.compute.intervals import intersection_length, start_order_gaps, union_length
 from asysstats.core.result import INT, PERCENT, TEXT, Column, Frame
 from asysstats.core.tables import NA, EventTable
 from asysstats.rulebook.kernels import on_devices
