@@ -85,16 +85,26 @@ class StringPool:
 
     def intern_texts(self, column: pa.Array | pa.ChunkedArray, keys: list[np.ndarray] | None = None) -> np.ndarray:
         """A text column (plain or dictionary-encoded) interned: the string ids, -1 for null.
-        A chunk at a time (new ids in order of first occurrence all the same); ``keys``: the
+        The dictionaries of every chunk are registered at once (new ids in order of first
+        occurrence all the same): a chunk at a time, each searched the blocks the chunks before it
+        had added (22 slices of 5.7 M HGTX texts: 0.75-1.0 s, at once 0.1-0.25 s). ``keys``: the
         fingerprints of each chunk's dictionary, when known (a dictionary-encoded column)."""
+        chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+        encoded = [array if pa.types.is_dictionary(array.type) else pc.dictionary_encode(array.cast(pa.string()))
+                   for array in chunks]
+        used = [array.null_count < len(array) for array in encoded]  # an all-null chunk registers nothing
+        dictionaries = [array.dictionary.cast(pa.string()) if use else pa.array([], pa.string())
+                        for array, use in zip(encoded, used)]
+        first = np.cumsum([0] + [len(d) for d in dictionaries])  # each chunk's first string among them all
+        ids = np.empty(0, np.int64)
+        if first[-1]:
+            ids = self._register(pa.concat_arrays(dictionaries), keys=None if keys is None else np.concatenate(
+                [k if use else k[:0] for k, use in zip(keys, used)]))
         out = np.full(len(column), MISSING, dtype=np.int64)
         at = 0
-        for number, array in enumerate(column.chunks if isinstance(column, pa.ChunkedArray) else [column]):
-            if array.null_count < len(array):
-                if not pa.types.is_dictionary(array.type):
-                    array = pc.dictionary_encode(array.cast(pa.string()))
-                ids = self._register(array.dictionary, keys=None if keys is None else keys[number])
-                indices = to_numpy(array.indices, np.dtype(f"int{array.indices.type.bit_width}"))
+        for number, array in enumerate(encoded):
+            if used[number]:
+                indices = to_numpy(array.indices, np.dtype(f"int{array.indices.type.bit_width}")) + first[number]
                 if array.null_count:
                     valid = valid_mask(array.indices)
                     out[at:at + len(array)][valid] = ids[indices[valid]]
