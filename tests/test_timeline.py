@@ -100,6 +100,24 @@ def test_correlation_ids_are_per_process(writer):
     assert run.out.splitlines()[1:] == ["1,100,50,", "2,100,50,"]
 
 
+def test_of_two_calls_with_one_correlation_id_the_first_to_start_launched(writer):
+    """A repeated (process, correlation id) among the calls: the earlier start is the launch.
+
+        time     0    50  100  150  200  250
+        kernel             [-------)          [100,200)
+        call 1        [.......)               [60,140)   same correlation id, rows in no time order
+        call 2   [...)                        [0,30)     <- starts first: the launch
+    """
+    name = writer.strings(["k", "cudaLaunchKernel"])
+    writer.add("kernels", start=[100], end=[200], deviceId=0, correlationId=1, globalPid=1 << 24,
+               demangledName=name[0], shortName=name[0], mangledName=name[0])
+    writer.add("runtime", start=[60, 0], end=[140, 30], correlationId=1, globalTid=(1 << 24) + 1, nameId=name[1])
+    writer.close()
+    run = run_cli("stats", "-r", f"{RULE}:column=Launch API Union (ns)/Launch API Overlap (ns)", "--format", "csv",
+                  writer.path)
+    assert run.out.splitlines()[1:] == ["1,30,0,", "2,30,0,"]
+
+
 def test_no_kernels_anywhere(writer):
     writer.add("memcpy", start=[10], end=[30], deviceId=3, bytes=8, copyKind=1)
     writer.create("kernels")

