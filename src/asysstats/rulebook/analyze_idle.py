@@ -236,11 +236,8 @@ TRACE_COLUMNS = (
 
 def ppu_queue_length_trace(inputs: Inputs, options: QueueTraceOptions) -> Frame:
     s = streams(inputs)
-    series = queue_series(s, options.until)
-    frame = key_columns(s.groups, series.group)
-    order = np.lexsort((series.time, frame["Stream ID"], frame["Device ID"], frame["PID"]))
-    frame.update({"Start (ns)": series.time, "Queue Length": series.length})
-    return {name: values[order] for name, values in frame.items()}
+    series = queue_series(s, options.until)  # by stream, then time; streams numbered in (PID, Device ID, Stream ID) order
+    return {**key_columns(s.groups, series.group), "Start (ns)": series.time, "Queue Length": series.length}
 
 
 PPU_IDLE_BREAKDOWN = Rule(
