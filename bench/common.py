@@ -63,11 +63,61 @@ def nsight_copy(report: Path) -> Path:
     every table under the name an Nsight export gives it (``HGPTI_ACTIVITY_KIND_KERNEL`` ->
     ``CUPTI_ACTIVITY_KIND_KERNEL``, ``HGTX_EVENTS`` -> ``NVTX_EVENTS``, ...), the asysrep marker
     left out: what SQL written for Nsight exports reads. The report itself is opened read-only."""
-    path = report.with_name(f"{report.stem}.nsys.sqlite")
-    if path.exists():
-        return path
     renamed = {spec.physical[ASYSREP][0]: spec.physical[NSYS][0] for spec in TABLES.values()
                if spec.physical[ASYSREP] and spec.physical[NSYS]}
+
+    def fill(con: sqlite3.Connection) -> None:
+        tables = con.execute("SELECT name, sql FROM source.sqlite_master WHERE type = 'table'").fetchall()
+        for table, ddl in tables:  # the table's own DDL (its keys), under its Nsight name
+            name = renamed.get(table, table)
+            con.execute(ddl.replace(table, name, 1))
+            con.execute(f'INSERT INTO "{name}" SELECT * FROM source."{table}"'
+                        + (" WHERE name <> 'ReportFormat'" if table == "META_DATA_EXPORT" else ""))
+
+    return copy_of(report, report.with_name(f"{report.stem}.nsys.sqlite"), fill)
+
+
+SHIFTED_IDS = ("correlationId", "rangeId")  # ids that link rows of the tables: a copy's are its own
+
+
+def replicated(report: Path, times: int) -> Path:
+    """A copy of ``report`` with every table of events (a ``start`` column) ``times`` times over,
+    cached beside it as ``<stem>_x<times>.asysrep``: copy k follows copy k-1 in time (its times
+    shifted by k spans of the capture) and has its own correlation and range ids, so that launches,
+    kernels and ranges link within their copy only and each table stays in time order; the capture
+    (``ANALYSIS_DETAILS``) spans them all. The report itself is opened read-only."""
+    source = sqlite3.connect(f"file:{report}?mode=ro", uri=True)
+    try:
+        first, last = source.execute("SELECT min(startTime), max(stopTime) FROM ANALYSIS_DETAILS").fetchone()
+        tables = [name for (name,) in source.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        columns = {name: [row[1] for row in source.execute(f'PRAGMA table_info("{name}")')] for name in tables}
+        largest = {column: max(int(source.execute(f'SELECT max("{column}") FROM "{name}"').fetchone()[0] or 0)
+                               for name in tables if column in columns[name]) for column in SHIFTED_IDS}
+    finally:
+        source.close()
+    span = last - first + 1
+
+    def fill(con: sqlite3.Connection) -> None:
+        for name, ddl in con.execute("SELECT name, sql FROM source.sqlite_master WHERE type = 'table'").fetchall():
+            con.execute(ddl)
+            if "start" not in columns[name]:
+                con.execute(f'INSERT INTO "{name}" SELECT * FROM source."{name}"')
+                continue
+            for k in range(times):  # a copy at a time: each scan of the source in rowid order appends in order
+                shifted = {"start": span * k, "end": span * k, **{c: (largest[c] + 1) * k for c in SHIFTED_IDS}}
+                select = ", ".join(f'"{c}" + {shifted[c]}' if c in shifted else f'"{c}"' for c in columns[name])
+                con.execute(f'INSERT INTO "{name}" SELECT {select} FROM source."{name}"')
+        con.execute(f"UPDATE ANALYSIS_DETAILS SET stopTime = stopTime + {span * (times - 1)}, "
+                    f"duration = duration + {span * (times - 1)}")
+
+    return copy_of(report, report.with_name(f"{report.stem}_x{times}{report.suffix}"), fill)
+
+
+def copy_of(report: Path, path: Path, fill: Callable[[sqlite3.Connection], None]) -> Path:
+    """``path``, unless it exists: a new database that ``fill`` writes from ``report`` (attached
+    read-only as ``source``), in one transaction without a journal, renamed into place when done."""
+    if path.exists():
+        return path
     partial = path.with_suffix(".part")
     partial.unlink(missing_ok=True)
     con = sqlite3.connect(f"file:{partial}?mode=rwc", uri=True)
@@ -76,12 +126,7 @@ def nsight_copy(report: Path) -> Path:
         con.execute("PRAGMA synchronous=OFF")
         con.execute("ATTACH DATABASE ? AS source", (f"file:{report}?mode=ro",))
         with con:
-            tables = con.execute("SELECT name, sql FROM source.sqlite_master WHERE type = 'table'").fetchall()
-            for table, ddl in tables:  # the table's own DDL (its keys), under its Nsight name
-                name = renamed.get(table, table)
-                con.execute(ddl.replace(table, name, 1))
-                con.execute(f'INSERT INTO "{name}" SELECT * FROM source."{table}"'
-                            + (" WHERE name <> 'ReportFormat'" if table == "META_DATA_EXPORT" else ""))
+            fill(con)
     finally:
         con.close()
     os.replace(partial, path)
