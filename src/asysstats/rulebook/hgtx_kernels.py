@@ -153,13 +153,15 @@ def kernel_groups(inputs: Inputs, options: SumOptions) -> KernelGroups:
     columns = (*SUM_KERNEL_COLUMNS, "mangledName") if mode == "mangled" else SUM_KERNEL_COLUMNS
     links = Links(inputs, options, options.device, columns)
     label, keys = row_groups(links, kernel_name_codes(inputs.strings, links.kernels, mode))
-    # a kernel counts once per group (nested ranges of one name would count it twice)
-    distinct = distinct_sorted(np.sort(pair_key(label, links.kernel_row)))
-    range_inst = np.bincount(distinct_sorted(np.sort(pair_key(label, links.range_row))) >> 32,
+    # a kernel counts once per group (nested ranges of one name would count it twice). The links come
+    # range by range, their kernels in time order: keys by range or by kernel first hold long sorted
+    # runs, which timsort merges (18.6 M links: 3.8 s -> 0.5 s against (group, row) keys by quicksort)
+    distinct = distinct_sorted(np.sort(pair_key(links.kernel_row, label), kind="stable"))
+    range_inst = np.bincount(distinct_sorted(np.sort(pair_key(links.range_row, label), kind="stable")) & 0xFFFFFFFF,
                              minlength=len(keys[0]))
     kernels = links.kernels
     del label, links
-    k_label, k_row = distinct >> 32, distinct & 0xFFFFFFFF
+    k_row, k_label = distinct >> 32, distinct & 0xFFFFFFFF
     del distinct
     _, stats = grouped_stats([k_label], kernels["end"][k_row] - kernels["start"][k_row])
     del k_label, k_row
