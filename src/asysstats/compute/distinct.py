@@ -43,9 +43,22 @@ def distinct(ids: np.ndarray, narrow: bool = False) -> tuple[np.ndarray, np.ndar
             shift = first_derived - below
             uniq, index = dense_distinct(ids - derived * shift, below + high - first_derived, narrow)
             return uniq + (uniq >= below) * shift, index
-    sampled = sampled_distinct(ids)
-    uniq, index = sampled if sampled is not None else np.unique(ids, return_inverse=True)
-    return uniq, narrowed(index.reshape(-1), len(uniq)) if narrow else index.reshape(-1)
+    uniq, index = sampled_distinct(ids) or distinct_by_sort(ids)
+    return uniq, narrowed(index, len(uniq)) if narrow else index
+
+
+def distinct_by_sort(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(ids, return_inverse=True)`` by timsort: columns of times come nearly in order
+    (ends of ranges in start order), and timsort merges their runs where numpy's quicksort does
+    not (5.7 M range ends: 0.74 -> 0.26 s; random values 10 % slower)."""
+    order = np.argsort(ids, kind="stable")
+    ordered = ids[order]
+    new = np.empty(len(ordered), bool)
+    new[:1] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=new[1:])
+    index = np.empty(len(ids), np.int64)
+    index[order] = np.cumsum(new) - 1
+    return ordered[new], index
 
 
 def sampled_distinct(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
