@@ -18,7 +18,7 @@ from xml.etree import ElementTree
 
 import openpyxl
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import asysstats
@@ -346,3 +346,22 @@ def test_sound_pattern_over_many_names_never_runs_out(monkeypatch):
     started = time.perf_counter()
     hits = sum(search(pattern, f"void kernel_{index}_gemm<float>(int)", "test") for index in range(20_000))
     assert hits == 20_000 and time.perf_counter() - started > 0.02  # more than the budget in all
+
+
+@pytest.mark.parametrize("pattern, literal", [
+    (r"ProfilerStep#\d+", "ProfilerStep#"), ("gemm", "gemm"), ("gemm?", "gem"), ("ab*c", "a"), ("ab{0,2}", "a"),
+    ("^step", ""), ("nccl|gemm", ""), ("(?i)nccl", ""), ("a(b|c)d", ""), (r"aten::mm\(", "aten::mm"), ("", "")])
+def test_required_literal_is_the_plain_text_every_match_begins_with(pattern, literal):
+    assert regexes.required_literal(pattern) == literal
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="ab#.*+?{}1,()|^$\\d", max_size=8), st.lists(st.text(alphabet="ab#1 ", max_size=8), max_size=8))
+def test_search_each_finds_what_search_finds(pattern, texts):
+    """Skipping the texts without the pattern's required literal never loses a match."""
+    try:
+        compiled = compile_user_regex(pattern, "test")
+    except AsysError:
+        return
+    expected = [search(compiled, text, "test") for text in texts]
+    assert regexes.search_each(compiled, texts + [None], "test").tolist() == expected + [False]

@@ -10,9 +10,12 @@ while a sound pattern over millions of distinct names (a few µs each) never run
 
 from __future__ import annotations
 
+import re
 import time
 import weakref
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterable
+
+import numpy as np
 
 from asysstats.core.errors import AsysError, quoted
 
@@ -21,6 +24,7 @@ if TYPE_CHECKING:
 
 MATCH_TIMEOUT_S = 2.0  # the matching time a pattern may spend at once (its budget, full)
 MATCH_REFILL_S = 0.001  # given back to the budget by each match: a sound pattern's match takes µs
+SPECIAL = frozenset(".^$*+?{}[]\\|()")  # the characters that end a pattern's plain beginning
 
 
 class Budget:
@@ -68,3 +72,23 @@ def too_slow(pattern: regex.Pattern, where: str) -> AsysError:
     """The error of a pattern whose budget is spent."""
     return AsysError(f"{where}: regular expression {quoted(pattern.pattern)} took too long to match "
                      f"(its {MATCH_TIMEOUT_S:g} s budget for all names is spent; simplify it)")
+
+
+def search_each(pattern: regex.Pattern, texts: Iterable[str | None], where: str) -> np.ndarray:
+    """:func:`search` of each text (None finds nothing), as a mask. A text without the
+    :func:`required_literal` of the pattern is not searched: 625 k distinct range names against
+    ``ProfilerStep#\\d+`` 2.7 -> 0.1 s."""
+    literal = "" if pattern.flags & (re.IGNORECASE | re.VERBOSE) else required_literal(pattern.pattern)
+    return np.array([text is not None and literal in text and search(pattern, text, where) for text in texts],
+                    dtype=bool)
+
+
+def required_literal(pattern: str) -> str:
+    """Text that every match of ``pattern`` contains: the plain characters it begins with, less
+    the last when a quantifier that allows none of it follows; '' for a pattern with an
+    alternation or inline flags anywhere (``|``, ``(?``), which this does not read."""
+    if "|" in pattern or "(?" in pattern:
+        return ""
+    plain = next((at for at, char in enumerate(pattern) if char in SPECIAL), len(pattern))
+    optional = plain < len(pattern) and pattern[plain] in "?*{"
+    return pattern[:plain - 1] if optional else pattern[:plain]

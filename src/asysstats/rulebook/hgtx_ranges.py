@@ -15,7 +15,7 @@ from asysstats.analysis.reads import HGTX_READS
 from asysstats.analysis.summary import StatColumns, keyed_frame
 from asysstats.compute.arrow import from_numpy, text
 from asysstats.compute.distinct import distinct, tie_order
-from asysstats.core.regexes import search
+from asysstats.core.regexes import search_each
 from asysstats.core.result import INT, TEXT, Column, Frame, Gathered, TextColumn
 from asysstats.core.tables import EventTable
 
@@ -109,10 +109,9 @@ def name_matches(inputs: Inputs, names: np.ndarray, pattern: "regex.Pattern | No
     """Mask of rows whose name the regex finds (searched once per distinct name)."""
     if pattern is None or len(names) == 0:
         return np.ones(len(names), dtype=bool)
-    uniq, inverse = np.unique(names, return_inverse=True)
-    hit = np.array([search(pattern, t or "", "rule 'hgtx_pushpop_trace': option 'range'")
-                    for t in inputs.strings.lookup(uniq)], dtype=bool)
-    return hit[inverse.reshape(-1)]
+    uniq, inverse = distinct(names)
+    texts = [text or "" for text in inputs.strings.lookup(uniq)]
+    return search_each(pattern, texts, "rule 'hgtx_pushpop_trace': option 'range'")[inverse]
 
 
 def name_trees(inputs: Inputs, levels: np.ndarray, names: np.ndarray, marker: str = "-") -> TextColumn:

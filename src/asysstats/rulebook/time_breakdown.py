@@ -23,7 +23,7 @@ from asysstats.analysis.reads import CALL_READS, KERNEL_COLUMNS
 from asysstats.compute.distinct import distinct, distinct_sorted
 from asysstats.compute.grouped import share_percent
 from asysstats.compute.intervals import difference_length, union, union_length
-from asysstats.core.regexes import compile_user_regex, search
+from asysstats.core.regexes import compile_user_regex, search_each
 from asysstats.core.result import INT, PERCENT, TEXT, Column, Frame
 from asysstats.core.strings import StringPool
 from asysstats.rulebook.kernels import on_devices
@@ -56,9 +56,7 @@ def name_matches(strings: StringPool, names: np.ndarray, pattern: regex.Pattern,
     if len(names) == 0:
         return np.zeros(0, dtype=bool)
     uniq, inverse = distinct(np.maximum(names, 0))
-    texts = strings.lookup(uniq)
-    found = np.array([text is not None and search(pattern, text, where) for text in texts], dtype=bool)
-    return found[inverse] & (names >= 0)
+    return search_each(pattern, strings.lookup(uniq), where)[inverse] & (names >= 0)
 
 
 def is_communication(strings: StringPool, names: np.ndarray, pattern: regex.Pattern | None, rule: str) -> np.ndarray:
