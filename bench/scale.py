@@ -95,9 +95,12 @@ def main() -> None:
                 command = [sys.executable, "-m", "asysstats", rule.command, "-r", rule.name, "--format", "csv",
                            "-o", str(Path(temp) / "r"), "-f", "true", str(report)]
                 seconds, rss, code = run_limited(command, dict(env, XDG_CACHE_HOME=str(cache)), group)
-                within = "yes" if code == 0 and rss <= limit else f"no (exit {code})" if code else "no"
-                lines.append(f"| {rule.name} | {seconds:.1f} | {rss / 1e6:,.0f} | {rss / 1e6 / (kernels / 1e6):.0f} "
-                             f"| {within} |")
+                if code == 0:
+                    within, peak, per_million = "yes" if rss <= limit else "no", f"{rss / 1e6:,.0f}", \
+                        f"{rss / 1e6 / (kernels / 1e6):.0f}"
+                else:  # stopped at the limit (-9) or failed: its peak is the limit, not its need
+                    within, peak, per_million = f"no (exit {code})", f"> {limit / 1e6:,.0f}", "–"
+                lines.append(f"| {rule.name} | {seconds:.1f} | {peak} | {per_million} | {within} |")
                 print(lines[-1], flush=True)
                 for old in Path(temp).glob("r_*"):
                     old.unlink()
