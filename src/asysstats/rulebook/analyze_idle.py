@@ -236,7 +236,8 @@ TRACE_COLUMNS = (
 
 def ppu_queue_length_trace(inputs: Inputs, options: QueueTraceOptions) -> Frame:
     s = streams(inputs)
-    series = queue_series(s, options.until)  # by stream, then time; streams numbered in (PID, Device ID, Stream ID) order
+    series = queue_series(s, options.until)  # by stream, then time: the output order, as group_by numbers
+    # the streams in (PID, Device ID, Stream ID) order
     return {**key_columns(s.groups, series.group), "Start (ns)": series.time, "Queue Length": series.length}
 
 
