@@ -28,6 +28,7 @@ from pathlib import Path
 from common import replicated
 from run import OUT, into_page_cache, sample
 
+from asysstats.analysis.declarations import ASYS
 from asysstats.rulebook import REGISTRY
 
 CGROUP_ROOTS = (Path("/sys/fs/cgroup/memory"), Path("/sys/fs/cgroup/unified"), Path("/sys/fs/cgroup"))
@@ -75,7 +76,7 @@ def main() -> None:
     con = sqlite3.connect(f"file:{report}?mode=ro", uri=True)
     kernels = con.execute("SELECT count(*) FROM HGPTI_ACTIVITY_KIND_KERNEL").fetchone()[0]
     con.close()
-    summaries = [r for r in REGISTRY if r.reports == 1 and not r.mirrors and r.command == "stats"
+    summaries = [r for r in REGISTRY if r.reports == 1 and r.mirrors == ASYS and r.command == "stats"
                  and (r.name.endswith("_sum") or r.name.endswith("_summary"))]
     rules = [REGISTRY.get(name) for name in args.rules.split(",")] if args.rules else summaries  # in the order given
     group = memory_group(limit)
