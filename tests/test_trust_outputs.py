@@ -14,6 +14,7 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -464,3 +465,28 @@ def test_the_temp_folder_is_found_with_stop_signals_held(tmp_path, monkeypatch):
     finally:
         signal.signal(signal.SIGTERM, previous)
     assert caught == [signal.SIGTERM] and tempfile.gettempdir() == str(tmp_path)
+
+
+def test_a_stop_signal_another_thread_receives_waits_for_the_hold_too():
+    """The kernel hands a process's signal to any thread not blocking it (connectorx's own threads):
+    inside stop_signals_held the CLI's handler, which Python runs in the main thread, puts the signal
+    off until the hold ends (an openpyxl sheet file made but not yet registered was left in TMPDIR)."""
+    from asysstats.cli import Stopped, stop, stop_signals_unwind
+
+    release = threading.Event()
+    receiver = threading.Thread(target=release.wait)  # a thread with the stop signals unblocked
+    receiver.start()
+    stopped_inside = False
+    try:
+        with pytest.raises(Stopped):
+            with stop_signals_unwind(), files.stop_signals_held():
+                assert signal.getsignal(signal.SIGTERM) is stop
+                os.kill(os.getpid(), signal.SIGTERM)  # blocked here: the receiver takes it
+                for _ in range(100):  # the main thread runs Python's handler at once: it waits instead
+                    time.sleep(0.001)
+                stopped_inside = True
+        assert stopped_inside
+    finally:
+        release.set()
+        receiver.join()
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)

@@ -22,7 +22,7 @@ from asysstats.api.reports import TS_SHIFT_MAX
 from asysstats.cli.arguments import Integer, RuleRequest, bool_value, parse_rule_args, settings_from
 from asysstats.cli.runs import ManyOptions, run_requests
 from asysstats.core.errors import AsysError, OutputClosed, escaped_control
-from asysstats.core.files import stop_signals_held
+from asysstats.core.files import put_off, stop_signals_held
 from asysstats.reading.opening import expand_reports
 from asysstats.rulebook import CHECK_RULE, DEFAULT_ANALYZE, DEFAULT_STATS, REGISTRY
 
@@ -282,7 +282,10 @@ def stop(signum: int, frame: FrameType | None) -> None:
     """The handler of :data:`STOP_SIGNALS`: the first stops the run; those that follow are
     ignored, so that they do not interrupt its clean-up. CPython loses an exception raised
     while it compiles code (an import with no bytecode cache, a dataclass made: one time in
-    three): during an import the signal is raised again a moment later instead."""
+    three): during an import the signal is raised again a moment later instead. Within
+    :func:`~asysstats.core.files.stop_signals_held` it waits for the hold's end."""
+    if put_off(signum):
+        return
     if importing(frame):
         later = threading.Timer(IMPORT_RETRY_S, signal.raise_signal, (signum,))
         later.daemon = True
@@ -291,6 +294,13 @@ def stop(signum: int, frame: FrameType | None) -> None:
     for each in STOP_SIGNALS:
         signal.signal(each, signal.SIG_IGN)
     raise Stopped(signum)
+
+
+def interrupt(signum: int, frame: FrameType | None) -> None:
+    """The handler of SIGINT: Python's (KeyboardInterrupt), put off within
+    :func:`~asysstats.core.files.stop_signals_held` as the other stop signals are."""
+    if not put_off(signum):
+        signal.default_int_handler(signum, frame)
 
 
 def importing(frame: FrameType | None) -> bool:
@@ -311,6 +321,8 @@ def stop_signals_unwind():
         yield
         return
     handlers = {each: signal.signal(each, stop) for each in STOP_SIGNALS}
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not where the shell ignores it
+        handlers[signal.SIGINT] = signal.signal(signal.SIGINT, interrupt)
     handlers[signal.SIGXFSZ] = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     settle_temp_folder()
     try:

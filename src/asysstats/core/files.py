@@ -17,6 +17,7 @@ import shutil
 import signal
 import stat
 import tempfile
+import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
@@ -147,16 +148,42 @@ def publish_without_links(temp: Path, path: Path) -> None:
 STOP_SIGNALS_HELD = frozenset({signal.SIGINT, signal.SIGTERM, signal.SIGHUP})
 
 
+class Held:
+    """The main thread's :func:`stop_signals_held` blocks under way, and the stop signals their
+    handlers put off (:func:`put_off`) until the outermost ends."""
+
+    depth = 0
+    signals: list[int] = []
+
+
 @contextmanager
 def stop_signals_held() -> Iterator[None]:
     """Within, a stop signal waits (it is delivered on leaving): a temporary created and
     registered for removal inside cannot be left behind by a signal landing in between.
-    Signal masks are per thread: only this thread's signals wait."""
+    Signal masks are per thread, and the kernel hands a signal to any thread that does not
+    block it (connectorx's, a writer's): the Python handlers, which run in the main thread,
+    put a signal off by :func:`put_off` while the main thread holds, and it is raised again on
+    leaving."""
+    main = threading.current_thread() is threading.main_thread()
     previous = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS_HELD)
+    Held.depth += main
     try:
         yield
     finally:
+        Held.depth -= main
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+        if main and not Held.depth and Held.signals:
+            signum = Held.signals[0]
+            Held.signals.clear()
+            signal.raise_signal(signum)
+
+
+def put_off(signum: int) -> bool:
+    """For a stop signal's handler: whether the main thread holds stop signals; then the signal
+    is raised again when the hold ends, and the handler should return at once."""
+    if Held.depth:
+        Held.signals.append(signum)
+    return bool(Held.depth)
 
 
 def private_folder() -> Path:
