@@ -23,7 +23,7 @@ from asysstats.analysis.declarations import ROWS, Option, Options, Rule, merged_
 from asysstats.analysis.inputs import Inputs
 from asysstats.analysis.launches import launch_rows, runtime_calls
 from asysstats.analysis.reads import CALL_READS, PPU_KINDS
-from asysstats.compute.grouped import Groups, group_by
+from asysstats.compute.grouped import dense_group_ids
 from asysstats.compute.intervals import running_max_by_segment
 from asysstats.compute.keys import sorted_rows
 from asysstats.core.integers import INT64_MAX
@@ -64,14 +64,20 @@ class QueueTraceOptions(Options):
 @dataclass(frozen=True)
 class Streams:
     """The activities of the time window sorted by (stream, start, end): ``group`` of each
-    row, the start of its launch call (``launched``: whether one is in the report)."""
+    row (streams numbered in key order: ``keys`` holds each one's PID, device and stream), the
+    start of its launch call (``launched``: whether one is in the report)."""
 
-    groups: Groups
+    keys: tuple[np.ndarray, ...]
     group: np.ndarray
     start: np.ndarray
     end: np.ndarray
     launch: np.ndarray
     launched: np.ndarray
+
+    @property
+    def count(self) -> int:
+        """The number of streams."""
+        return len(self.keys[0])
 
 
 def streams(inputs: Inputs) -> Streams:
@@ -82,15 +88,14 @@ def streams(inputs: Inputs) -> Streams:
     rows = launch_rows(calls, activities) if calls.rows else np.full(activities.rows, -1, np.int64)
     launched = rows >= 0
     launch = np.where(launched, calls["start"][np.maximum(rows, 0)] if calls.rows else 0, 0)
-    groups = group_by([activities["pid"], activities["deviceId"], activities["streamId"]])
-    group = groups.label()
+    group, keys = dense_group_ids([activities["pid"], activities["deviceId"], activities["streamId"]])
     start, end = activities["start"], np.maximum(activities["end"], activities["start"])
     order = np.lexsort((end, start, group))
-    return Streams(groups, group[order], start[order], end[order], launch[order], launched[order])
+    return Streams(keys, group[order], start[order], end[order], launch[order], launched[order])
 
 
-def key_columns(groups: Groups, group: np.ndarray) -> Frame:
-    return {"PID": groups.keys[0][group], "Device ID": groups.keys[1][group], "Stream ID": groups.keys[2][group]}
+def key_columns(keys: tuple[np.ndarray, ...], group: np.ndarray) -> Frame:
+    return {"PID": keys[0][group], "Device ID": keys[1][group], "Stream ID": keys[2][group]}
 
 
 def idle_classes(s: Streams, kernel_wait_ns: int) -> tuple[np.ndarray, np.ndarray]:
@@ -117,14 +122,14 @@ def ppu_idle_breakdown(inputs: Inputs, options: IdleOptions) -> Frame:
     s = streams(inputs)
     gap, kind = idle_classes(s, int(options.kernel_wait * 1_000))
     cell = s.group * len(IDLE_CLASSES) + kind
-    cells = s.groups.count * len(IDLE_CLASSES)
+    cells = s.count * len(IDLE_CLASSES)
     idle = np.zeros(cells, np.int64)
     np.add.at(idle, cell, gap)
     count = np.bincount(cell[gap > 0], minlength=cells).astype(np.int64)
     total = idle.reshape(-1, len(IDLE_CLASSES)).sum(axis=1).repeat(len(IDLE_CLASSES))
     share = np.where(total > 0, idle * 100.0 / np.maximum(total, 1), 0.0)
     group = np.arange(cells) // len(IDLE_CLASSES)
-    frame = key_columns(s.groups, group)
+    frame = key_columns(s.keys, group)
     order = np.lexsort((np.arange(cells), frame["Stream ID"], frame["Device ID"], frame["PID"]))
     labels = inputs.strings.intern(IDLE_CLASSES)
     frame.update({"Idle Class": labels[np.arange(cells) % len(IDLE_CLASSES)], "Idle Time (ns)": idle,
@@ -158,7 +163,7 @@ def queue_series(s: Streams, until: str) -> Series:
     time_steps = np.concatenate([done - earliest, begin - earliest])
     groups = np.concatenate([group, group])
     up = np.repeat(np.array([0, 1], np.int64), len(done))  # -1 steps (0) before +1 steps (1)
-    groups, time_steps, up = sorted_rows([(groups, s.groups.count), (time_steps, span), (up, 2)])
+    groups, time_steps, up = sorted_rows([(groups, s.count), (time_steps, span), (up, 2)])
     length = np.cumsum(up * 2 - 1)  # each stream's steps sum to zero: one running sum serves all
     last = np.flatnonzero(np.concatenate([(groups[1:] != groups[:-1]) | (time_steps[1:] != time_steps[:-1]),
                                           [True]]))
@@ -204,9 +209,9 @@ def time_percentiles(held: np.ndarray) -> dict[str, int]:
 def ppu_queue_length(inputs: Inputs, options: QueueOptions) -> Frame:
     s = streams(inputs)
     series = queue_series(s, options.until)
-    launches = np.bincount(s.group[s.launched], minlength=s.groups.count)
-    found = np.flatnonzero(np.bincount(series.group, minlength=s.groups.count) > 0)
-    bounds = np.searchsorted(series.group, np.append(found, s.groups.count))
+    launches = np.bincount(s.group[s.launched], minlength=s.count)
+    found = np.flatnonzero(np.bincount(series.group, minlength=s.count) > 0)
+    bounds = np.searchsorted(series.group, np.append(found, s.count))
     cells: dict[str, list] = {name: [] for name in ("Mean", "Max", "P50", "P90", "P99", "Time at Zero (ns)",
                                                     "Time at Max (ns)", "Span (ns)")}
     for g in range(len(found)):
@@ -219,7 +224,7 @@ def ppu_queue_length(inputs: Inputs, options: QueueOptions) -> Frame:
         cells["Time at Zero (ns)"].append(int(held[0]))
         cells["Time at Max (ns)"].append(int(held[top]))
         cells["Span (ns)"].append(span)
-    frame = key_columns(s.groups, found)
+    frame = key_columns(s.keys, found)
     frame["Launches"] = launches[found].astype(np.int64)
     frame.update({name: np.asarray(values, np.float64 if name == "Mean" else np.int64)
                   for name, values in cells.items()})
@@ -236,9 +241,9 @@ TRACE_COLUMNS = (
 
 def ppu_queue_length_trace(inputs: Inputs, options: QueueTraceOptions) -> Frame:
     s = streams(inputs)
-    series = queue_series(s, options.until)  # by stream, then time: the output order, as group_by numbers
+    series = queue_series(s, options.until)  # by stream, then time: the output order, as dense_group_ids numbers
     # the streams in (PID, Device ID, Stream ID) order
-    return {**key_columns(s.groups, series.group), "Start (ns)": series.time, "Queue Length": series.length}
+    return {**key_columns(s.keys, series.group), "Start (ns)": series.time, "Queue Length": series.length}
 
 
 PPU_IDLE_BREAKDOWN = Rule(
