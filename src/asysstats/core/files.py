@@ -149,11 +149,11 @@ STOP_SIGNALS_HELD = frozenset({signal.SIGINT, signal.SIGTERM, signal.SIGHUP})
 
 
 class Held:
-    """The main thread's :func:`stop_signals_held` blocks under way, and the stop signals their
-    handlers put off (:func:`put_off`) until the outermost ends."""
+    """The main thread's :func:`stop_signals_held` blocks under way, and the first stop signal
+    a handler put off (:func:`put_off`) until the outermost ends."""
 
     depth = 0
-    signals: list[int] = []
+    signum: int | None = None
 
 
 @contextmanager
@@ -172,17 +172,16 @@ def stop_signals_held() -> Iterator[None]:
     finally:
         Held.depth -= main
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
-        if main and not Held.depth and Held.signals:
-            signum = Held.signals[0]
-            Held.signals.clear()
+        if main and not Held.depth and Held.signum is not None:
+            signum, Held.signum = Held.signum, None
             signal.raise_signal(signum)
 
 
 def put_off(signum: int) -> bool:
     """For a stop signal's handler: whether the main thread holds stop signals; then the signal
     is raised again when the hold ends, and the handler should return at once."""
-    if Held.depth:
-        Held.signals.append(signum)
+    if Held.depth and Held.signum is None:
+        Held.signum = signum
     return bool(Held.depth)
 
 

@@ -93,8 +93,9 @@ class StringPool:
         encoded = [array if pa.types.is_dictionary(array.type) else pc.dictionary_encode(array.cast(pa.string()))
                    for array in chunks]
         used = [array.null_count < len(array) for array in encoded]  # an all-null chunk registers nothing
-        dictionaries = [array.dictionary.cast(pa.string())[:len(array.dictionary) if use else 0] for array, use in
-                        zip(encoded, used)]  # a slice, not pa.array of Python values (that imports pandas)
+        # an empty slice, not pa.array([]): an Arrow array of Python values imports pandas
+        dictionaries = [array.dictionary.cast(pa.string())[slice(None) if use else slice(0)]
+                        for array, use in zip(encoded, used)]
         first = np.cumsum([0] + [len(d) for d in dictionaries])  # each chunk's first string among them all
         ids = np.empty(0, np.int64)
         if first[-1]:

@@ -241,8 +241,7 @@ TRACE_COLUMNS = (
 
 def ppu_queue_length_trace(inputs: Inputs, options: QueueTraceOptions) -> Frame:
     s = streams(inputs)
-    series = queue_series(s, options.until)  # by stream, then time: the output order, as dense_group_ids numbers
-    # the streams in (PID, Device ID, Stream ID) order
+    series = queue_series(s, options.until)  # by stream, then time; streams are numbered in key order: the output's
     return {**key_columns(s.keys, series.group), "Start (ns)": series.time, "Queue Length": series.length}
 
 

@@ -34,18 +34,20 @@ GAP = "  "  # between the console's columns; each line begins with one space
 CHUNK = 1 << 16  # rows formatted at once
 
 
+def as_is(cells: pa.Array) -> pa.Array:
+    return cells
+
+
 def plain_cells(kind: str, values: np.ndarray | pa.Array, strings: StringPool, decimals: int,
-                quote: Callable[[pa.Array], pa.Array] | None = None) -> pa.Array:
+                quote: Callable[[pa.Array], pa.Array] = as_is) -> pa.Array:
     """The text of every cell of a column; a missing cell is empty. ``quote`` is applied to text
     (each distinct string once), never to numbers, which need no quotes."""
     if kind == TEXT:
         if isinstance(values, pa.Array):
-            cells = pc.fill_null(values, EMPTY)
-            return quote(cells) if quote else cells
+            return quote(pc.fill_null(values, EMPTY))
         ids = np.asarray(values)
         uniq, index = distinct(np.where(ids >= 0, ids, -1))
-        texts = strings.texts(uniq, "")
-        return (quote(texts) if quote else texts).take(from_numpy(index))
+        return quote(strings.texts(uniq, "")).take(from_numpy(index))
     if kind == INT:
         ints, missing = as_integers(np.asarray(values))
         return filled(integer_text(ints), missing, EMPTY)
@@ -72,7 +74,7 @@ def chunks(result: Result) -> Iterator[slice]:
 
 
 def chunk_cells(result: Result, rows: slice, decimals: int,
-                quote: Callable[[pa.Array], pa.Array] | None = None) -> list[pa.Array]:
+                quote: Callable[[pa.Array], pa.Array] = as_is) -> list[pa.Array]:
     """The cells of every column at ``rows`` (text through ``quote``, when given)."""
     return [plain_cells(c.kind, result.frame[c.name][rows], result.strings, decimals, quote) for c in result.columns]
 
