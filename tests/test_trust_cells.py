@@ -18,7 +18,7 @@ from xml.etree import ElementTree
 
 import openpyxl
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import asysstats
@@ -350,12 +350,14 @@ def test_sound_pattern_over_many_names_never_runs_out(monkeypatch):
 
 @pytest.mark.parametrize("pattern, literal", [
     (r"ProfilerStep#\d+", "ProfilerStep#"), ("gemm", "gemm"), ("gemm?", "gem"), ("ab*c", "a"), ("ab{0,2}", "a"),
-    ("^step", ""), ("nccl|gemm", ""), ("(?i)nccl", ""), ("a(b|c)d", ""), (r"aten::mm\(", "aten::mm"), ("", "")])
+    ("^step", ""), ("nccl|gemm", ""), ("(?i)nccl", ""), ("a(b|c)d", ""), (r"aten::mm\(", "aten::mm"), ("", ""),
+    ("{?", "")])
 def test_required_literal_is_the_plain_text_every_match_begins_with(pattern, literal):
     assert regexes.required_literal(pattern) == literal
 
 
 @settings(max_examples=300, deadline=None)
+@example(pattern="{?", texts=[""])  # a literal '{' made optional: nothing is required
 @given(st.text(alphabet="ab#.*+?{}1,()|^$\\d", max_size=8), st.lists(st.text(alphabet="ab#1 ", max_size=8), max_size=8))
 def test_search_each_finds_what_search_finds(pattern, texts):
     """Skipping the texts without the pattern's required literal never loses a match."""

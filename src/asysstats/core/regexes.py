@@ -91,4 +91,4 @@ def required_literal(pattern: str) -> str:
         return ""
     plain = next((at for at, char in enumerate(pattern) if char in SPECIAL), len(pattern))
     optional = plain < len(pattern) and pattern[plain] in "?*{"
-    return pattern[:plain - 1] if optional else pattern[:plain]
+    return pattern[:max(plain - 1, 0)] if optional else pattern[:plain]
