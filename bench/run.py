@@ -1,6 +1,6 @@
 """Benchmark of every rule on a scaled sample report, against SQLite's own scan.
 
-    python bench/run.py [--scale N | --kernels N] [--nsight] [--rules a,b] [--cold-only] [--repeat N]
+    python bench/run.py [--scale N[,M...] | --kernels N] [--nsight] [--rules a,b] [--cold-only] [--repeat N]
 
 Generates (and caches in bench/out/) ``asys sample --scale N`` (or, with ``--kernels N``, a
 report of N kernels alone; with ``--nsight``, its copy in the Nsight dialect, ``common.nsight_copy``), times SQLite's C aggregate scan of each table a rule's cold run read (those
@@ -17,7 +17,9 @@ and keeps the best seconds of the scan, the cold and the warm run (on a shared m
 runs least slowed by others) and the largest RSS. The report is read once first, into the OS page
 cache, where the scans find it. For a trace rule the output's bytes matter: each run also times a
 plain write of as many bytes to the same disk, and the last two ratios take it off. Writes the
-table to bench/out/run_<report>.md as well.
+table to bench/out/run_<report>.md as well. Several scales (``--scale 287,1434``) run each rule's
+rounds on every report in turn, so that the tables of issue 31's linear growth (``bench/targets.py``)
+come from runs minutes apart, not hours: this machine's speed drifts by tens of percent between hours.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
@@ -195,9 +198,58 @@ def table_bytes(report: Path, logical: str) -> tuple[int, int]:
     return size, flat
 
 
+HEAD = ("| rule | scan (s) | cold (s) | cold / scan | warm (s) | warm / scan | (warm − start-up) / scan "
+        "| scan of the columns read (s) | cold / that scan | warm / that scan "
+        "| peak RSS (MB) | columns (MB) | RSS / columns | (RSS − start-up) / columns "
+        "| (RSS − start-up) / columns, text at 8 B a value "
+        "| output (MB) | plain write (s) | (cold − write) / that scan | (warm − write) / that scan |")
+
+
+@dataclass
+class Rounds:
+    """What the rounds of one rule on one report measured."""
+
+    scans: list[float] = field(default_factory=list)
+    columns_read: list[float] = field(default_factory=list)
+    colds: list[tuple[float, int]] = field(default_factory=list)
+    warms: list[tuple[float, int]] = field(default_factory=list)
+    writes: list[float] = field(default_factory=list)
+    tables: list[str] = field(default_factory=list)
+    size: int = 0
+
+
+def one_round(rule: str, command: str, report: Path, out: Path, cold_only: bool, rounds: Rounds) -> None:
+    """A cold run, the scans of what it read, a warm run and a plain write of its output's bytes."""
+    cache = out / f"cache-{rule}-{report.stem}"
+    shutil.rmtree(cache, ignore_errors=True)
+    rounds.colds.append(run_rule(rule, command, report, cache, out))
+    rounds.tables = tables_read(report, cache)
+    rounds.scans.append(scan_seconds(report, start_end_scans(report, rounds.tables)))
+    rounds.columns_read.append(scan_seconds(report, column_scans(report, rounds.tables, cache)))
+    rounds.warms.append((float("nan"), 0) if cold_only else run_rule(rule, command, report, cache, out))
+    rounds.size = output_bytes(out)
+    rounds.writes.append(plain_write(out, rounds.size))
+    shutil.rmtree(cache, ignore_errors=True)
+
+
+def table_row(rule: str, report: Path, rounds: Rounds, floor: float, base: int, cold_base: int) -> str:
+    """The Markdown row of one rule on one report: the best seconds of its rounds, the largest RSS."""
+    scan, column_scan = min(rounds.scans), max(min(rounds.columns_read), 1e-4)
+    (cold, cold_rss), (warm, warm_rss), write = best(rounds.colds), best(rounds.warms), min(rounds.writes)
+    rss = max(cold_rss, warm_rss)
+    over = max(cold_rss - cold_base, warm_rss - base)  # each run less the start-up it shares with any run
+    columns, flat = (max(size, 1) for size in loaded_bytes(report, rounds.tables))
+    return (f"| {rule} | {scan:.2f} | {cold:.2f} | {cold / scan:.2f} | {warm:.2f} | "
+            f"{warm / scan:.2f} | {(warm - floor) / scan:.2f} | {column_scan:.2f} | "
+            f"{cold / column_scan:.2f} | {warm / column_scan:.2f} | {rss / 1e6:.0f} | "
+            f"{columns / 1e6:.0f} | {rss / columns:.2f} | {over / columns:.2f} | {over / flat:.2f} | "
+            f"{rounds.size / 1e6:.1f} | {write:.2f} | {(cold - write) / column_scan:.2f} | "
+            f"{(warm - write) / column_scan:.2f} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--scale", type=int, default=200)
+    parser.add_argument("--scale", default="200", help="a scale of asys sample, or several (287,1434) run interleaved")
     parser.add_argument("--kernels", type=int, default=0, help="a report of this many kernels alone")
     parser.add_argument("--nsight", action="store_true", help="the report's copy under Nsight's table names")
     parser.add_argument("--rules", default="")
@@ -205,52 +257,30 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1,
                         help="rounds of scan, cold and warm run per rule: the best seconds of each, the largest RSS")
     args = parser.parse_args()
-    report = kernel_report(args.kernels) if args.kernels else sample(args.scale)
+    reports = [kernel_report(args.kernels)] if args.kernels else [sample(int(s)) for s in args.scale.split(",")]
     if args.nsight:
-        report = nsight_copy(report)
+        reports = [nsight_copy(report) for report in reports]
     rules = [r for r in REGISTRY if r.reports == 1 and (not args.rules or r.name in args.rules.split(","))]
     floor, base = startup()
     _, cold_base = startup("asysstats.cli, pyarrow.ipc, connectorx")
-    lines = [f"report: {report.name} ({report.stat().st_size / 1e6:.0f} MB), machine: {os.cpu_count()} cores, "
-             f"start-up {floor:.2f} s and {base / 1e6:.0f} MB RSS ({cold_base / 1e6:.0f} MB with the SQLite reader "
-             "a cold run loads)", "",
-             "| rule | scan (s) | cold (s) | cold / scan | warm (s) | warm / scan | (warm − start-up) / scan "
-             "| scan of the columns read (s) | cold / that scan | warm / that scan "
-             "| peak RSS (MB) | columns (MB) | RSS / columns | (RSS − start-up) / columns "
-             "| (RSS − start-up) / columns, text at 8 B a value "
-             "| output (MB) | plain write (s) | (cold − write) / that scan | (warm − write) / that scan |",
-             "|---" * 19 + "|"]
-    into_page_cache(report)
+    lines = {report: [f"report: {report.name} ({report.stat().st_size / 1e6:.0f} MB), machine: {os.cpu_count()} "
+                      f"cores, start-up {floor:.2f} s and {base / 1e6:.0f} MB RSS ({cold_base / 1e6:.0f} MB with the "
+                      "SQLite reader a cold run loads)", "", HEAD, "|---" * 19 + "|"] for report in reports}
+    for report in reports:
+        into_page_cache(report)
     with tempfile.TemporaryDirectory() as temp:
         out = Path(temp)
         for rule in rules:
-            cache = out / f"cache-{rule.name}"
-            scans, columns_read, colds, warms, writes = [], [], [], [], []
+            rounds = {report: Rounds() for report in reports}
             for _ in range(max(args.repeat, 1)):  # interleaved: a slower spell of the machine hits all of them
-                shutil.rmtree(cache, ignore_errors=True)
-                colds.append(run_rule(rule.name, rule.command, report, cache, out))
-                tables = tables_read(report, cache)
-                scans.append(scan_seconds(report, start_end_scans(report, tables)))
-                columns_read.append(scan_seconds(report, column_scans(report, tables, cache)))
-                warms.append((float("nan"), 0) if args.cold_only else
-                             run_rule(rule.name, rule.command, report, cache, out))
-                size = output_bytes(out)
-                writes.append(plain_write(out, size))
-            shutil.rmtree(cache, ignore_errors=True)
-            scan, column_scan = min(scans), max(min(columns_read), 1e-4)
-            (cold, cold_rss), (warm, warm_rss), write = best(colds), best(warms), min(writes)
-            rss = max(cold_rss, warm_rss)
-            over = max(cold_rss - cold_base, warm_rss - base)  # each run less the start-up it shares with any run
-            columns, flat = (max(size, 1) for size in loaded_bytes(report, tables))
-            lines.append(f"| {rule.name} | {scan:.2f} | {cold:.2f} | {cold / scan:.2f} | {warm:.2f} | "
-                         f"{warm / scan:.2f} | {(warm - floor) / scan:.2f} | {column_scan:.2f} | "
-                         f"{cold / column_scan:.2f} | {warm / column_scan:.2f} | {rss / 1e6:.0f} | "
-                         f"{columns / 1e6:.0f} | {rss / columns:.2f} | {over / columns:.2f} | {over / flat:.2f} | "
-                         f"{size / 1e6:.1f} | {write:.2f} | {(cold - write) / column_scan:.2f} | "
-                         f"{(warm - write) / column_scan:.2f} |")
-            print(lines[-1], flush=True)
-    (OUT / f"run_{report.stem}.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines[:2]))
+                for report in reports:
+                    one_round(rule.name, rule.command, report, out, args.cold_only, rounds[report])
+            for report in reports:
+                lines[report].append(table_row(rule.name, report, rounds[report], floor, base, cold_base))
+                print(lines[report][-1], flush=True)
+    for report in reports:
+        (OUT / f"run_{report.stem}.md").write_text("\n".join(lines[report]) + "\n")
+        print("\n".join(lines[report][:2]))
 
 
 if __name__ == "__main__":
