@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pytest
 
 from asysstats.analysis import hgtx
 from asysstats.analysis.inputs import Inputs
@@ -125,6 +126,32 @@ def test_a_single_chunk_column_is_not_copied_when_read_or_cached():
     assert one_chunk(column).buffers()[1].address == column.chunk(0).buffers()[1].address
     assert one_chunk(pa.chunked_array([from_numpy(np.arange(3)), from_numpy(np.arange(2))])).to_pylist() == \
         [0, 1, 2, 0, 1]
+
+
+@pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="reads the process's mappings from /proc")
+def test_a_cold_load_keeps_the_numbers_it_stored_as_a_mapping_of_the_stored_file(tmp_path):
+    """Once stored, a cold run's numbers are mapped back from the cache file: pages the system
+    can drop and read again, as a warm run holds them, not memory of the process (at 50 M kernels
+    the difference between fitting in 12 GiB and not)."""
+    path = build(tmp_path / "r.asysrep", [10, 20, 30])
+    report = open_report(path, cache=True)
+    try:
+        ends = report.load("kernels", ("start", "end"))["end"]
+        assert ends.tolist() == [10, 20, 30]
+        assert mapped_file(ends.__array_interface__["data"][0]) == \
+            str(ColumnCache(path).folder / "HGPTI_ACTIVITY_KIND_KERNEL.end.arrow")
+    finally:
+        report.close()
+
+
+def mapped_file(address: int) -> str:
+    """The file mapped at ``address`` in this process ('' for memory of its own)."""
+    for line in Path("/proc/self/maps").read_text().splitlines():
+        fields = line.split(maxsplit=5)
+        low, high = (int(bound, 16) for bound in fields[0].split("-"))
+        if low <= address < high:
+            return fields[5] if len(fields) > 5 else ""
+    return ""
 
 
 def test_a_table_read_in_slices_is_joined_and_stored_a_column_at_a_time_on_the_joining_threads(tmp_path, monkeypatch):

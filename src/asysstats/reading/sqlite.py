@@ -239,6 +239,9 @@ class SqliteReport:
         missing = [c for c in cols if c.name not in columns]
         if missing:
             columns.update(self._read_and_cache(table, missing))
+            # the numbers just stored, mapped again: pages the system may drop and read back,
+            # not memory of the process (a cold run then holds what a warm one holds)
+            columns.update(self._cached(table, [c for c in missing if c.kind != "text"]))
         if len({len(v) for v in columns.values()}) > 1:  # an inconsistent cache entry: read it all again
             self._column_cache.drop(table)  # type: ignore[union-attr]
             columns = self._read_and_cache(table, cols)
