@@ -333,13 +333,13 @@ def test_a_later_column_read_by_threads_at_once_is_made_once():
     assert read == [[0, 2, 4]] * 4 and made == ["b"]
 
 
-def test_the_range_summary_does_not_build_the_nesting_that_a_later_rule_builds(tmp_path):
-    """A cold ``hgtx_sum`` reads no nesting column: the nesting table is built (and cached)
-    by the first rule that reads one, with the results of a run without cache."""
+def test_the_range_and_step_summaries_do_not_build_the_nesting_that_a_later_rule_builds(tmp_path):
+    """A cold ``hgtx_sum`` or ``hgtx_step_sum`` reads no nesting column: the nesting table is
+    built (and cached) by the first rule that reads one, with the results of a run without cache."""
     path = tmp_path / "sample.asysrep"
     shutil.copyfile(SAMPLE, path)
     folder = ColumnCache(path).folder
-    summary, trace = (REGISTRY.get(name) for name in ("hgtx_sum", "hgtx_pushpop_trace"))
+    summary, steps, trace = (REGISTRY.get(name) for name in ("hgtx_sum", "hgtx_step_sum", "hgtx_pushpop_trace"))
 
     def result(rule, cache: bool) -> str:
         report = open_report(path, cache=cache)
@@ -349,6 +349,7 @@ def test_the_range_summary_does_not_build_the_nesting_that_a_later_rule_builds(t
             report.close()
 
     assert result(summary, True) == result(summary, False)
+    assert result(steps, True) == result(steps, False)
     assert list(folder.glob("derived*.hgtx_ranges.*.arrow")) and not list(folder.glob("derived*.hgtx_nesting.*"))
     assert result(trace, True) == result(trace, False)
     assert sorted(p.name.split(".")[-2] for p in folder.glob("derived*.hgtx_nesting.*.arrow")) == \

@@ -40,6 +40,8 @@ if TYPE_CHECKING:
 RULE_NAME = "hgtx_step_sum"
 AVERAGE = "Average"
 DEFAULT_STEP = compile_user_regex(r"ProfilerStep#\d+", "range")
+# what a step is made of: no domain or style, nor the nesting (a cold run would compute it)
+STEP_RANGE_COLUMNS = ("name", "globalTid", "pid", "tid", "start", "end")
 STEP_RANGE = Option("range", "regex", "Steps are the HGTX ranges whose name this regex finds "
                     "(default: 'ProfilerStep#\\d+', PyTorch's profiler steps).", None)
 BUCKETS = ("Kernel (ns)", "Memcpy (ns)", "Memset (ns)", "Communication (ns)")
@@ -90,7 +92,7 @@ def communication_mask(inputs: Inputs, activities: EventTable, options: StepOpti
 
 
 def step_sum(inputs: Inputs, options: StepOptions) -> Frame:
-    ranges = load_ranges(inputs)
+    ranges = load_ranges(inputs, STEP_RANGE_COLUMNS)
     pattern = options.range or DEFAULT_STEP
     ranges = ranges.take(name_matches(inputs.strings, ranges["name"], pattern, f"rule '{RULE_NAME}': option 'range'"))
     ranges = ranges.take(np.lexsort((ranges["end"], ranges["start"], ranges["globalTid"])))
