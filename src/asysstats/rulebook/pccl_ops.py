@@ -63,13 +63,13 @@ def executions(inputs: Inputs, options: OpSumOptions) -> EventTable:
     kernels = kernels.take(pccl_mask(inputs.strings, kernels))
     ranges = all_ranges(inputs)
     notes = annotate(inputs.strings, ranges["name"])
-    rows = np.flatnonzero(notes.valid & name_filter(inputs, ranges["name"], options.range_include,
-                                                    options.range_exclude))
+    rows = np.flatnonzero((notes.of >= 0) & name_filter(inputs, ranges["name"], options.range_include,
+                                                        options.range_exclude))
     pairs = correlate(inputs, ranges.take(rows), kernels, graph_mapping=not options.no_graph_mapping)
     order = np.lexsort((ranges["start"][rows][pairs.range_row], pairs.activity_row))
     act = pairs.activity_row[order]
     innermost = order[np.r_[act[1:] != act[:-1], True]] if len(act) else order
-    k, r = pairs.activity_row[innermost], rows[pairs.range_row[innermost]]
+    k, r = pairs.activity_row[innermost], notes.of[rows[pairs.range_row[innermost]]]
     key, start = notes.key[r], kernels["start"][k]
     pid, device = kernels["pid"][k], kernels["deviceId"][k]
     numbered = group_by([key, pid, device], start)
