@@ -28,6 +28,7 @@ from asysstats.core.tables import EventTable, empty_table, in_window
 if TYPE_CHECKING:
     from asysstats.analysis.inputs import Inputs
 
+JOINED = ("start", "end", "pid", "correlationId", "graphNodeId")  # ppu_activities: times, launch and graph node
 
 
 @dataclass(frozen=True)
@@ -63,15 +64,17 @@ def activity_table(inputs: "Inputs", name: str, columns: tuple[str, ...] = ACTIV
 
 
 def ppu_activities(inputs: "Inputs", devices: tuple[int, ...] | None = None) -> EventTable:
-    """Kernels, memcpy and memset in one table, ``kind`` = position in ``PPU_KINDS``."""
+    """Kernels, memcpy and memset in one table of :data:`JOINED` and ``kind`` (position in
+    ``PPU_KINDS``): the columns the joined table is used for, since joining copies them (the
+    tables themselves are mapped from the cache)."""
     parts = []
     for kind, name in enumerate(PPU_KINDS):
         if inputs.has(name):
             part = activity_table(inputs, name, ACTIVITY_COLUMNS, devices)
-            parts.append(part.with_columns(kind=np.full(part.rows, kind, np.int64)))
+            parts.append(part.with_columns(kind=np.full(part.rows, kind, np.int8)))
     if not parts:
-        return empty_table(list(ACTIVITY_COLUMNS) + ["pid", "row", "kind"])
-    return EventTable.concat(parts)
+        return empty_table([*JOINED, "kind"])
+    return EventTable.concat(parts, (*JOINED, "kind"))
 
 
 def creation_rows(nodes: EventTable, activities: EventTable) -> np.ndarray:
