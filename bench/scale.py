@@ -9,8 +9,9 @@ its own correlation and range ids). Each rule runs once as a whole ``asys`` proc
 column cache (a cold run: the larger peak), inside a memory cgroup of ``--limit-gib`` (default 12)
 where the machine has one (cgroup v1 or v2, as root), so that a rule that needs more is stopped by
 the kernel there and then, not the machine; without one the peak RSS alone tells. Prints, and
-writes to bench/out/scale_<report>.md, each rule's seconds, peak RSS, RSS per million kernels and
-whether it finished within the limit.
+writes to bench/out/scale_<report>.md, each rule's seconds, peak RSS and its anonymous part (the RSS
+also counts the cache files a run maps, pages the kernel drops and reads again within the limit),
+RSS per million kernels and whether it finished within the limit.
 """
 
 from __future__ import annotations
@@ -50,18 +51,32 @@ def memory_group(limit: int) -> Path | None:
     return None
 
 
-def run_limited(args: list[str], env: dict[str, str], group: Path | None) -> tuple[float, int, int]:
-    """Wall seconds, peak RSS (bytes) and exit status of ``args`` run inside ``group``."""
+def run_limited(args: list[str], env: dict[str, str], group: Path | None) -> tuple[float, int, int, int]:
+    """Wall seconds, peak RSS, peak anonymous RSS (bytes) and exit status of ``args`` run inside
+    ``group``. The RSS counts the pages of the cache files the run maps, which the kernel drops
+    and reads again within the limit; the anonymous part is what a limit stops a run for (polled
+    every 20 ms from /proc, where there is one)."""
     enter = ["sh", "-c", f'echo $$ > "{group}/cgroup.procs" && exec "$@"', "sh"] if group else []
     begin = time.perf_counter()
     process = subprocess.Popen(enter + args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(process.pid, 0)
+    anonymous = 0
+    status_file = Path(f"/proc/{process.pid}/status")
+    while True:
+        ended, status, usage = os.wait4(process.pid, os.WNOHANG)
+        if ended:
+            break
+        try:
+            fields = status_file.read_text().split("RssAnon:")
+            anonymous = max(anonymous, int(fields[1].split()[0]) * 1024) if len(fields) > 1 else anonymous
+        except (OSError, ValueError):
+            pass
+        time.sleep(0.02)
     seconds = time.perf_counter() - begin
     code = os.waitstatus_to_exitcode(status)
     if code != 0:
         err = process.stderr.read().decode(errors="replace").strip()[-300:] if process.stderr else ""
         print(f"  exit {code} {err}", file=sys.stderr)
-    return seconds, usage.ru_maxrss * 1024, code
+    return seconds, usage.ru_maxrss * 1024, anonymous, code
 
 
 def main() -> None:
@@ -84,7 +99,8 @@ def main() -> None:
     lines = [f"report: {report.name} ({report.stat().st_size / 1e9:.1f} GB, {kernels:,} kernels), machine: "
              f"{os.cpu_count()} cores, {os.sysconf('SC_PHYS_PAGES') * os.sysconf('SC_PAGE_SIZE') / 2**30:.0f} GiB; "
              f"{where}", "",
-             "| rule | cold (s) | peak RSS (MB) | MB per million kernels | within the limit |", "|---" * 5 + "|"]
+             "| rule | cold (s) | peak RSS (MB) | of it anonymous (MB) | MB per million kernels | within the limit |",
+             "|---" * 6 + "|"]
     into_page_cache(report)
     env = dict(os.environ, PYTHONPYCACHEPREFIX=str(OUT / "pycache"))
     env.pop("PYTHONDONTWRITEBYTECODE", None)
@@ -95,13 +111,14 @@ def main() -> None:
                 shutil.rmtree(cache, ignore_errors=True)
                 command = [sys.executable, "-m", "asysstats", rule.command, "-r", rule.name, "--format", "csv",
                            "-o", str(Path(temp) / "r"), "-f", "true", str(report)]
-                seconds, rss, code = run_limited(command, dict(env, XDG_CACHE_HOME=str(cache)), group)
+                seconds, rss, anonymous, code = run_limited(command, dict(env, XDG_CACHE_HOME=str(cache)), group)
                 if code == 0:
                     within, peak, per_million = "yes" if rss <= limit else "no", f"{rss / 1e6:,.0f}", \
                         f"{rss / 1e6 / (kernels / 1e6):.0f}"
                 else:  # stopped at the limit (-9) or failed: its peak is the limit, not its need
                     within, peak, per_million = f"no (exit {code})", f"> {limit / 1e6:,.0f}", "–"
-                lines.append(f"| {rule.name} | {seconds:.1f} | {peak} | {per_million} | {within} |")
+                lines.append(f"| {rule.name} | {seconds:.1f} | {peak} | {anonymous / 1e6:,.0f} | {per_million} "
+                             f"| {within} |")
                 print(lines[-1], flush=True)
                 for old in Path(temp).glob("r_*"):
                     old.unlink()
