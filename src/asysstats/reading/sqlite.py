@@ -239,17 +239,21 @@ class SqliteReport:
         missing = [c for c in cols if c.name not in columns]
         if missing:
             columns.update(self._read_and_cache(table, missing))
-            # the numbers just stored, mapped again: pages the system may drop and read back,
-            # not memory of the process (a cold run then holds what a warm one holds)
-            columns.update(self._cached(table, [c for c in missing if c.kind != "text"]))
         if len({len(v) for v in columns.values()}) > 1:  # an inconsistent cache entry: read it all again
             self._column_cache.drop(table)  # type: ignore[union-attr]
             columns = self._read_and_cache(table, cols)
         return EventTable({c.name: self._to_numpy(columns[c.name], c, table) for c in cols})
 
     def _read_and_cache(self, table: str, cols: list[Col]) -> dict[str, pa.ChunkedArray]:
+        return self._reader.read(table, cols, None if self._column_cache is None else functools.partial(
+            self._store, table))
+
+    def _store(self, table: str, col: Col, values: pa.ChunkedArray) -> pa.ChunkedArray | None:
+        """Cache a column just read; a column of numbers stored is given back mapped from its file."""
         cache = self._column_cache
-        return self._reader.read(table, cols, None if cache is None else functools.partial(cache.put, table))
+        assert cache is not None  # _read_and_cache stores only with a cache
+        stored = cache.put(table, col.name, values)
+        return cache.get(table, col.name) if stored and col.kind != "text" else None
 
     def _cached(self, table: str, cols: list[Col]) -> dict[str, pa.ChunkedArray]:
         if self._column_cache is None:

@@ -27,6 +27,7 @@ from asysstats.reading.schema import Col
 
 SLICE_ROWS = 1 << 18  # a table of more rows is read in rowid slices of this many, on parallel threads
 JOINERS = min(os.cpu_count() or 1, 2)  # columns joined into one chunk and cached at once (both release the GIL)
+Store = Callable[[Col, pa.ChunkedArray], "pa.ChunkedArray | None"]  # caches a column read; may give it back mapped
 
 
 class TableReader:
@@ -53,12 +54,13 @@ class TableReader:
             self._columns[table] = [r[1] for r in self.query(table, f"PRAGMA table_info('{table}')")]
         return self._columns[table]
 
-    def read(self, table: str, cols: list[Col],
-             store: Callable[[str, pa.ChunkedArray], object] | None = None) -> dict[str, pa.ChunkedArray]:
+    def read(self, table: str, cols: list[Col], store: Store | None = None) -> dict[str, pa.ChunkedArray]:
         """The columns of ``table``: numbers in one chunk (the cache maps it without a copy),
         text dictionary-encoded, a chunk per slice read. ``store`` is given each column as it
-        is made (to cache it). Columns are joined and stored two at a time, on threads: done one
-        at a time on the main thread, after the read, they left a core idle."""
+        is made (to cache it) and may give it back mapped from the stored file, the copy read then
+        freed at once: a cold run holds what a warm one holds, pages the system drops and reads
+        again, not memory of the process. Columns are joined and stored two at a time, on threads:
+        done one at a time on the main thread, after the read, they left a core idle."""
         query = self._select(table, cols)
         arrow = None
         if self._declared_in_utf8(table):  # else connectorx panics, its backtrace on stderr
@@ -76,9 +78,8 @@ class TableReader:
         def made(col: Col) -> pa.ChunkedArray:
             values = slices.pop(col.name)  # its slices freed once it is made
             column = values if col.kind == "text" else pa.chunked_array([one_chunk(values)])
-            if store is not None:
-                store(col.name, column)
-            return column
+            mapped = None if store is None else store(col, column)
+            return column if mapped is None else mapped
 
         with ThreadPoolExecutor(JOINERS) as pool:
             columns = dict(zip((c.name for c in cols), pool.map(made, cols)))
