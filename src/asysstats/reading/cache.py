@@ -217,40 +217,44 @@ class ColumnCache:
                 except OSError:
                     pass
 
-    def put(self, table: str, column: str, values: pa.ChunkedArray, keys: list[np.ndarray] | None = None) -> bool:
+    def put(self, table: str, column: str, values: pa.ChunkedArray,
+            keys: list[np.ndarray] | None = None) -> pa.ChunkedArray | None:
         """Store a column (give a column of numbers one chunk, so that reuse maps it without a
         copy), and the fingerprints of its dictionaries when ``keys`` gives them (one array a
-        chunk); whether the column was stored."""
+        chunk); the column as stored, memory-mapped, or None when it was not stored."""
         if not self.enabled:
-            return False
+            return None
         self._remove(self._keys_file(table, column))
         stored = self._write(self._file(table, column), table, column, pa.table({column: values}))
-        if stored and keys is not None:
+        if stored is not None and keys is not None:
             self._put_keys(table, column, values, keys)
-        return stored
+        return None if stored is None else stored.column(0)
 
-    def _write(self, target: Path, table: str, column: str, frame: pa.Table) -> bool:
+    def _write(self, target: Path, table: str, column: str, frame: pa.Table) -> pa.Table | None:
         """Write an IPC file through a temporary file renamed into place, then its ``.sum``
-        file (a reader in between finds them not matching: it reads the report instead);
-        whether both were written."""
+        file (a reader in between finds them not matching: it reads the report instead); the
+        file as written, memory-mapped (the mapping hashed for the ``.sum``: not read twice),
+        or None when either was not written."""
         try:
             self._remove(target)
             with temporary_beside(target) as temp:  # written by appending: not truncated (temporary_beside)
                 with pa.OSFile(str(temp), "ab") as sink, pa.ipc.new_file(sink, frame.schema) as writer:
                     writer.write_table(frame)
                 with pa.memory_map(str(temp)) as written:
-                    vouch = json.dumps(self._sum(table, column, written.read_buffer())).encode()
-                publish(temp, target, force=True)
+                    data = written.read_buffer()
+                vouch = json.dumps(self._sum(table, column, data)).encode()
+                publish(temp, target, force=True)  # renamed: the mapping stays the file's
             write_atomically(self._sum_file(target), vouch, force=True)
             for record in _recorders:
                 record.folders.add(self.folder)
                 record.size += target.stat().st_size + len(vouch)
-            return True
+            return pa.ipc.open_file(data).read_all()
         except (OSError, pa.ArrowException):
-            return False
+            return None
 
-    def put_column(self, table: str, name: str, values: np.ndarray, text: bool, strings: StringPool) -> bool:
-        """Store a numpy column; a ``text`` one holds string ids and is stored as text."""
+    def put_column(self, table: str, name: str, values: np.ndarray, text: bool,
+                   strings: StringPool) -> pa.ChunkedArray | None:
+        """Store a numpy column; a ``text`` one holds string ids and is stored as text (:meth:`put`)."""
         if not text:
             return self.put(table, name, pa.chunked_array([from_numpy(values)]))
         dictionary, keys = strings.dictionary(values)
@@ -283,9 +287,15 @@ class ColumnCache:
     def put_table(self, table: str, columns: Iterable[tuple[str, np.ndarray]], text: Sequence[str],
                   strings: StringPool) -> dict[str, np.ndarray]:
         """Store numpy columns one at a time as they come; the ``text`` columns hold string ids and
-        are stored as text. The columns not stored (a read-only cache folder)."""
-        return {name: values for name, values in columns
-                if not self.put_column(table, name, values, name in text, strings)}
+        are stored as text. The columns to read from now on: the numbers stored, mapped from their
+        files (the copies given can go); the text, and what could not be stored (a read-only
+        cache folder), as given."""
+        kept = {}
+        for name, values in columns:
+            stored = self.put_column(table, name, values, name in text, strings)
+            mapped = stored is not None and name not in text and values.dtype.kind in "iuf"  # not bits of bools
+            kept[name] = to_numpy(stored, values.dtype) if mapped else values
+        return kept
 
     def get_table(self, table: str, columns: dict[str, np.dtype], text: Sequence[str],
                   strings: StringPool) -> dict[str, np.ndarray] | None:

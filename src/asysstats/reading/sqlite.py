@@ -195,14 +195,11 @@ class SqliteReport:
         if found is None or len(found) != len(columns):
             with self.transient():
                 built = build()
-                kept = self._column_cache.put_table(table, ((c, built[c]) for c in columns if c not in text), text,
-                                                    self.strings)
+                found = self._column_cache.put_table(table, ((c, built[c]) for c in columns if c not in text), text,
+                                                     self.strings)
                 texts = {c: built[c] for c in columns if c in text}
                 del built
-            self._column_cache.put_table(table, texts.items(), text, self.strings)
-            kept |= texts  # the ids at hand: not read back and interned again
-            numbers = {c: t for c, t in types.items() if c not in text}
-            found = {**(self._column_cache.get_table(table, numbers, (), self.strings) or {}), **kept}
+            found |= self._column_cache.put_table(table, texts.items(), text, self.strings)  # the ids as built
             release_memory()
         return EventTable(found)
 
@@ -249,11 +246,11 @@ class SqliteReport:
             self._store, table))
 
     def _store(self, table: str, col: Col, values: pa.ChunkedArray) -> pa.ChunkedArray | None:
-        """Cache a column just read; a column of numbers stored is given back mapped from its file."""
+        """Cache a column just read; a column of numbers stored is given back as stored, mapped."""
         cache = self._column_cache
         assert cache is not None  # _read_and_cache stores only with a cache
         stored = cache.put(table, col.name, values)
-        return cache.get(table, col.name) if stored and col.kind != "text" else None
+        return stored if col.kind != "text" else None
 
     def _cached(self, table: str, cols: list[Col]) -> dict[str, pa.ChunkedArray]:
         if self._column_cache is None:
