@@ -241,7 +241,9 @@ TRACE_COLUMNS = (
 
 def ppu_queue_length_trace(inputs: Inputs, options: QueueTraceOptions) -> Frame:
     s = streams(inputs)
-    series = queue_series(s, options.until)  # by stream, then time; streams are numbered in key order: the output's
+    # the series comes by stream, then time, and streams are numbered in the order of their keys:
+    # already the output's order (PID, device, stream, start)
+    series = queue_series(s, options.until)
     return {**key_columns(s.keys, series.group), "Start (ns)": series.time, "Queue Length": series.length}
 
 
