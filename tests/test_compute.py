@@ -294,6 +294,38 @@ def test_enclosing_pairs(ranges, points):
 
 
 @SETTINGS
+@given(st.lists(st.tuples(st.integers(0, 2), times, st.integers(0, 25), st.integers(0, 3)), max_size=15),
+       st.lists(st.tuples(st.integers(0, 2), times), max_size=20))
+def test_innermost_enclosing(ranges, points):
+    rg, rs, length, tie = (np.array([r[i] for r in ranges], dtype=np.int64) for i in range(4))
+    pg, pt = (np.array([p[i] for p in points], dtype=np.int64) for i in range(2))
+    got = intervals.innermost_enclosing(rg, rs, rs + length, tie, pg, pt)
+    for j, (h, t) in enumerate(points):  # brute force: latest start, earliest end, highest tie
+        holding = [(s, -d, k) for i, (g, s, d, k) in enumerate(ranges) if g == h and s <= t < s + d]
+        if not holding:
+            assert got[j] == -1
+        else:
+            g, s, d, k = ranges[got[j]]
+            assert g == h and s <= t < s + d and (s, -d, k) == max(holding)
+
+
+def test_innermost_enclosing_timeline():
+    # thread 7:  A [0, 100)  =========================
+    #              B [10, 20)  ===      C [40, 90) ============
+    #                                     D [40, 50) ===   E [60, 70) ===
+    # thread 8:  F [0, 30)  ========
+    # points (thread, time): 5 in A; 15 in B; 30 in A (B ended); 45 in D; 55 in C (D ended);
+    # 65 in E; 80 in C; 99 in A; 100 in none; thread 8 at 29 in F; thread 9 at 5 in none
+    rg = np.array([7, 7, 7, 7, 7, 8])
+    rs = np.array([0, 10, 40, 40, 60, 0])
+    re_ = np.array([100, 20, 90, 50, 70, 30])
+    pg = np.array([7, 7, 7, 7, 7, 7, 7, 7, 7, 8, 9])
+    pt = np.array([5, 15, 30, 45, 55, 65, 80, 99, 100, 29, 5])
+    got = intervals.innermost_enclosing(rg, rs, re_, np.arange(6), pg, pt)
+    assert got.tolist() == [0, 1, 0, 3, 2, 4, 2, 0, -1, 5, -1]
+
+
+@SETTINGS
 @given(st.lists(st.tuples(st.integers(0, 1), times, st.integers(0, 10)), max_size=20))
 def test_overlap_components(rows):
     g = np.array([r[0] for r in rows], dtype=np.int64)

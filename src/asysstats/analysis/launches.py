@@ -9,7 +9,7 @@ import numpy as np
 
 from asysstats.analysis.hgtx import all_ranges
 from asysstats.analysis.reads import CALL_COLUMNS
-from asysstats.compute.intervals import enclosing_pairs
+from asysstats.compute.intervals import innermost_enclosing
 from asysstats.compute.keys import lookup_pair
 from asysstats.core.tables import EventTable, empty_table
 
@@ -47,16 +47,9 @@ def innermost_range_names(inputs: "Inputs", activities: EventTable) -> np.ndarra
     calls = runtime_calls(inputs)
     launch = launch_rows(calls, activities)
     have = np.flatnonzero(launch >= 0)
-    r, p = enclosing_pairs(ranges["globalTid"], ranges["start"], ranges["end"],
-                           calls["globalTid"][launch[have]], calls["start"][launch[have]])
-    if len(r) == 0:
-        return out
-    by_depth = np.lexsort((ranges["rangeId"], -ranges["end"], ranges["start"]))  # innermost last
-    rank = np.empty(ranges.rows, np.int64)
-    rank[by_depth] = np.arange(ranges.rows)
-    best = np.full(len(have), -1, np.int64)
-    np.maximum.at(best, p, rank[r])
-    found = best >= 0
-    out[have[found]] = ranges["name"][by_depth[best[found]]]
+    inner = innermost_enclosing(ranges["globalTid"], ranges["start"], ranges["end"], ranges["rangeId"],
+                                calls["globalTid"][launch[have]], calls["start"][launch[have]])
+    found = inner >= 0
+    out[have[found]] = ranges["name"][inner[found]]
     return out
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from asysstats.compute.distinct import distinct, distinct_sorted
+from asysstats.compute.distinct import distinct, distinct_sorted, tie_order
 
 
 def union(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -201,6 +201,49 @@ def enclosing_pairs(range_group: np.ndarray, range_start: np.ndarray, range_end:
     if not out_r:
         return np.empty(0, np.int64), np.empty(0, np.int64)
     return np.concatenate(out_r), np.concatenate(out_p)
+
+
+def innermost_enclosing(range_group: np.ndarray, range_start: np.ndarray, range_end: np.ndarray,
+                        range_tie: np.ndarray, point_group: np.ndarray, point_time: np.ndarray) -> np.ndarray:
+    """Per point, the index of the innermost range of its group that holds it
+    (``start <= time < end``): the latest start, then the earliest end, then the highest
+    ``range_tie``; -1 when none does.
+
+    In that order, the ranges of a group that start by a point's time are a prefix, and the
+    innermost one holding it is the last of them that has not ended. Mostly that is the last
+    of the prefix (a launch inside the range begun last); only the other points have their
+    enclosing ranges listed (:func:`expand_slices`). A loop over groups, never over events."""
+    range_group = np.asarray(range_group, dtype=np.int64)
+    range_start = np.asarray(range_start, dtype=np.int64)
+    range_end = np.asarray(range_end, dtype=np.int64)
+    point_group = np.asarray(point_group, dtype=np.int64)
+    point_time = np.asarray(point_time, dtype=np.int64)
+    found = np.full(len(point_time), -1, np.int64)
+    by_depth = tie_order(range_start, lambda rows: (range_tie[rows], -range_end[rows]))  # innermost last
+    r_order = by_depth[group_order(range_group[by_depth])]  # by group, each in depth order
+    rg_sorted = range_group[r_order]
+    p_order = group_time_order(point_group, point_time)
+    pg_sorted, pt_sorted = point_group[p_order], point_time[p_order]
+    for g in np.intersect1d(distinct_sorted(rg_sorted), distinct_sorted(pg_sorted), assume_unique=True):
+        lo_g, hi_g = np.searchsorted(pg_sorted, g, "left"), np.searchsorted(pg_sorted, g, "right")
+        times, points = pt_sorted[lo_g:hi_g], p_order[lo_g:hi_g]
+        ranges = r_order[np.searchsorted(rg_sorted, g, "left"):np.searchsorted(rg_sorted, g, "right")]
+        starts, ends = range_start[ranges], range_end[ranges]
+        last = np.searchsorted(starts, times, "right") - 1  # the last range started by each time
+        begun = last >= 0
+        held = begun & (ends[np.maximum(last, 0)] > times)
+        found[points[held]] = ranges[last[held]]
+        other = np.flatnonzero(begun & ~held)  # the last range begun has ended: look further out
+        if len(other) == 0:
+            continue
+        lo = np.searchsorted(times[other], starts, "left")
+        hi = np.searchsorted(times[other], ends, "left")
+        position, point = expand_slices(lo, hi)
+        deepest = np.full(len(other), -1, np.int64)
+        np.maximum.at(deepest, point, position)
+        inside = deepest >= 0
+        found[points[other[inside]]] = ranges[deepest[inside]]
+    return found
 
 
 def group_time_order(group: np.ndarray, time: np.ndarray) -> np.ndarray:
