@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from asysstats.analysis.activity import row_index
 from asysstats.compute import grouped, intervals
 from asysstats.compute.distinct import DERIVED_BASE, FEW_SAMPLED, Coded, distinct, narrowed, sampled_distinct, tie_order
-from asysstats.compute.keys import lookup_pair, row_order, sorted_rows
+from asysstats.compute.keys import lookup_pair, row_order
 from asysstats.core.strings import StringPool
 
 SETTINGS = settings(max_examples=80, deadline=None)
@@ -411,15 +411,28 @@ def test_lookup_pair_golden():
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 4), st.integers(0, 1000), st.integers(0, 1)), min_size=1, max_size=50),
-       st.sampled_from([(5, 1001, 2), (5, 1 << 61, 2)]))
-def test_sorted_rows_sorts_as_lexsort(rows, bounds):
-    """Packed into one int64 (bounds within 62 bits) or not (past them), the rows come out in
-    ``lexsort`` order."""
-    columns = [np.array(c, np.int64) for c in zip(*rows)]
-    order = np.lexsort(columns[::-1])
-    got = sorted_rows(list(zip(columns, bounds)))
-    assert all(np.array_equal(got[i], columns[i][order]) for i in range(3))
+@given(st.lists(st.tuples(st.integers(0, 3), st.one_of(times, st.integers(0, 1 << 61)), st.integers(1, 25)),
+                max_size=30))
+def test_open_counts_match_brute_force(rows):
+    """Times within the packed bits, and past them (ranked), give the count at every time a step is."""
+    group, start, length = (np.array([r[i] for r in rows], dtype=np.int64) for i in range(3))
+    time, count, of = intervals.open_counts(group, 4, start, start + length)
+    expected = [(g, t, sum(1 for h, s, d in rows if h == g and s <= t < s + d))
+                for g in range(4) for t in sorted({s for h, s, _ in rows if h == g} | {s + d for h, s, d in rows if h == g})]
+    assert list(zip(of.tolist(), time.tolist(), count.tolist())) == expected
+
+
+def test_open_counts_timeline():
+    # group 0:  [0, 10)  ==========          group 1:  [5, 6)  =
+    #           [2, 10)    ========                    [6, 8)   ==
+    #           [10, 12)           ==
+    # group 0 counts: 1 from 0, 2 from 2, 1 from 10 (two ends, one start), 0 from 12;
+    # group 1: 1 from 5, 1 from 6 (an end and a start), 0 from 8
+    time, count, group = intervals.open_counts(np.array([0, 0, 0, 1, 1]), 2, np.array([0, 2, 10, 5, 6]),
+                                               np.array([10, 10, 12, 6, 8]))
+    assert group.tolist() == [0, 0, 0, 0, 1, 1, 1]
+    assert time.tolist() == [0, 2, 10, 12, 5, 6, 8]
+    assert count.tolist() == [1, 2, 1, 0, 1, 1, 0]
 
 
 @settings(max_examples=100, deadline=None)

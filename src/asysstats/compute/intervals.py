@@ -246,6 +246,44 @@ def innermost_enclosing(range_group: np.ndarray, range_start: np.ndarray, range_
     return found
 
 
+def open_counts(group: np.ndarray, groups: int, start: np.ndarray, end: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """How many intervals ``[start, end)`` (``start < end``) of each group are open, as a step
+    function: per group (``0..groups-1``) in time order, each time the count changes (ends
+    before starts at equal times, one point per time), the count from then on, and the group.
+
+    Each interval is a +1 step at its start and a -1 step at its end. Group, time and step are
+    packed into one int64 per step (times past the bits left: their dense rank) and sorted
+    once; counts, times and groups are read from the sorted keys at the last step of each time
+    (a queue trace of 10.8 M points: a third of the arrays unpacking every column made)."""
+    if len(start) == 0:
+        return np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.int64)
+    group_bits = max(groups - 1, 1).bit_length()
+    earliest = int(start.min())
+    steps = np.concatenate([end, start])
+    steps -= earliest
+    uniq = None
+    if group_bits + int(steps.max()).bit_length() + 1 > 62:
+        uniq, steps = distinct(steps)  # times as their ranks: fewer than 2**32 of them
+    time_bits = int(steps.max()).bit_length()
+    key = np.concatenate([group, group]).astype(np.int64)
+    key <<= time_bits
+    key |= steps
+    del steps
+    key <<= 1
+    key[len(start):] |= 1  # a start: +1, after the ends of its time
+    key.sort(kind="stable")  # time-ordered groups: long sorted runs, merged in near-linear time
+    up = np.bitwise_and(key, 1, out=np.empty(len(key), np.int8), casting="unsafe")
+    count = np.cumsum(up * np.int8(2) - np.int8(1), dtype=np.int64)
+    del up
+    last = np.flatnonzero(np.concatenate([np.bitwise_xor(key[1:], key[:-1]) > 1, [True]]))
+    at = key[last] >> 1
+    del key
+    time = at & ((1 << time_bits) - 1)
+    time = (time if uniq is None else uniq[time]) + earliest
+    return time, count[last], at >> time_bits
+
+
 def group_time_order(group: np.ndarray, time: np.ndarray) -> np.ndarray:
     """The permutation sorting rows by (group, time), ties in row order. A stable sort by
     time (fast on time-ordered tables) then a radix sort by the group's rank when there

@@ -17,25 +17,6 @@ def pair_key(high: np.ndarray, low: np.ndarray) -> np.ndarray:
     return (np.asarray(high, np.int64) << 32) | (np.asarray(low, np.int64) & 0xFFFFFFFF)
 
 
-def sorted_rows(parts: Sequence[tuple[np.ndarray, int]]) -> tuple[np.ndarray, ...]:
-    """The columns of ``parts`` (non-negative values, each below its bound) with their rows in
-    lexicographic order (the first column most significant). When the bounds fit 62 bits the
-    columns are packed into one int64, sorted and read back: no ``lexsort``, no permutation to
-    gather through; else ``lexsort``. The sort is timsort (``kind="stable"``): keys built from
-    time-ordered tables come in long sorted runs, which it merges in near-linear time."""
-    widths = [max(bound - 1, 1).bit_length() for _, bound in parts]
-    if sum(widths) > 62:
-        order = np.lexsort([values for values, _ in reversed(parts)])
-        return tuple(values[order] for values, _ in parts)
-    key = np.zeros(len(parts[0][0]), np.int64)
-    for (values, _), width in zip(parts, widths):
-        key <<= width
-        key |= values
-    key.sort(kind="stable")
-    below = np.cumsum(widths[::-1])[::-1] - widths  # the bits under each column
-    return tuple((key >> int(shift)) & ((1 << width) - 1) for shift, width in zip(below, widths))
-
-
 def row_order(keys: Sequence[np.ndarray]) -> np.ndarray:
     """The order of ``np.lexsort`` by integer ``keys`` given most significant first: each key
     replaced by its dense rank (:func:`distinct`), the ranks packed into one int64 when they fit

@@ -24,8 +24,7 @@ from asysstats.analysis.inputs import Inputs
 from asysstats.analysis.launches import launch_rows, runtime_calls
 from asysstats.analysis.reads import CALL_READS, PPU_KINDS
 from asysstats.compute.grouped import dense_group_ids
-from asysstats.compute.intervals import running_max_by_segment
-from asysstats.compute.keys import sorted_rows
+from asysstats.compute.intervals import open_counts, running_max_by_segment
 from asysstats.core.integers import INT64_MAX
 from asysstats.core.result import DECIMAL, INT, PERCENT, TEXT, Column, Frame
 from asysstats.core.tables import EventTable
@@ -150,24 +149,12 @@ class Series:
 
 def queue_series(s: Streams, until: str) -> Series:
     """Each launched activity is outstanding over ``[min(launch, done), done)``, ``done`` its
-    end (or start): +1 and -1 steps, ends before starts at equal times, one point per time."""
+    end (or start): the count of those open on each stream (:func:`open_counts`)."""
     done = (s.end if until == "end" else s.start)[s.launched]
     begin = np.minimum(s.launch[s.launched], done)  # a GPU clock ahead of the CPU's: outstanding from done
     real = begin < done
     begin, done, group = begin[real], done[real], s.group[s.launched][real]
-    if len(done) == 0:
-        empty = np.empty(0, np.int64)
-        return Series(empty, empty, empty, empty)
-    earliest = int(begin.min())
-    span = int(done.max()) - earliest + 1
-    time_steps = np.concatenate([done - earliest, begin - earliest])
-    groups = np.concatenate([group, group])
-    up = np.repeat(np.array([0, 1], np.int64), len(done))  # -1 steps (0) before +1 steps (1)
-    groups, time_steps, up = sorted_rows([(groups, s.count), (time_steps, span), (up, 2)])
-    length = np.cumsum(up * 2 - 1)  # each stream's steps sum to zero: one running sum serves all
-    last = np.flatnonzero(np.concatenate([(groups[1:] != groups[:-1]) | (time_steps[1:] != time_steps[:-1]),
-                                          [True]]))
-    time, length, group = time_steps[last] + earliest, length[last], groups[last]
+    time, length, group = open_counts(group, s.count, begin, done)
     same = np.concatenate([group[1:] == group[:-1], [False]])
     hold = np.where(same, np.concatenate([time[1:], [0]]) - time, 0)
     return Series(time, length, group, hold)
