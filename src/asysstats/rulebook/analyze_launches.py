@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Callable
 from fractions import Fraction
 
 import numpy as np
@@ -84,15 +85,33 @@ def short_kernels(inputs: Inputs, threshold: Fraction, columns: tuple[str, ...])
 
 def gpu_span(inputs: Inputs) -> int:
     """First start to last end of the activities whose launch call is in the report (of all
-    of them when none is); 0 without activities."""
+    of them when none is); 0 without activities. Mostly the activity that starts first and
+    the one that ends last were both launched by calls of the report: then only those two
+    are looked up, not every activity."""
     calls = runtime_calls(inputs)
-    parts = [inputs.table(kind, ACTIVITY_COLUMNS) for kind in PPU_KINDS if inputs.has(kind)]
-    activities = EventTable.concat(parts, ("start", "end", "pid", "correlationId")) if parts else None
-    if activities is None or activities.rows == 0:
+    parts = [table for kind in PPU_KINDS if inputs.has(kind) and (table := inputs.table(kind, ACTIVITY_COLUMNS)).rows]
+    if not parts:
         return 0
+    first, last = extreme(parts, "start", min), extreme(parts, "end", max)
+    if launched(calls, *first[1:]) and launched(calls, *last[1:]):
+        return last[0] - first[0]
+    activities = EventTable.concat(parts, ("start", "end", "pid", "correlationId"))
     linked = launch_rows(calls, activities) >= 0
     chosen = activities.take(linked) if linked.any() else activities
     return int(chosen["end"].max()) - int(chosen["start"].min())
+
+
+def extreme(parts: list[EventTable], column: str, pick: Callable) -> tuple[int, EventTable, int]:
+    """The smallest (``pick`` min) or largest (max) value of ``column`` in ``parts``, with the
+    table and row holding it."""
+    rows = [int(part[column].argmin() if pick is min else part[column].argmax()) for part in parts]
+    return pick(((int(part[column][row]), part, row) for part, row in zip(parts, rows)), key=lambda found: found[0])
+
+
+def launched(calls: EventTable, activities: EventTable, row: int) -> bool:
+    """Whether a call of ``calls`` launched the activity of ``row`` (:func:`launch_rows` of one row)."""
+    correlation, pid = activities["correlationId"][row], activities["pid"][row]
+    return bool(correlation > 0 and np.any((calls["correlationId"] == correlation) & (calls["pid"] == pid)))
 
 
 def share(time: np.ndarray, span: int) -> np.ndarray:
