@@ -66,9 +66,10 @@ def torch_fields(texts: pa.Array, keys: tuple[str, ...]) -> tuple[pa.Array, ...]
         holds = np.flatnonzero(is_true(pc.starts_with(fields, pattern=f"{key} = ")) & ~first)
         last = np.full(len(texts), -1, np.int64)
         np.maximum.at(last, owner[holds], holds)
-        values = pc.ascii_trim(pc.utf8_slice_codeunits(fields, start=len(key) + 3), characters=SPACES)
-        taken = values.take(from_numpy(np.maximum(last, 0)))
-        out.append(pc.if_else(from_numpy(last >= 0), taken, pa.nulls(len(texts), taken.type)))
+        found = last >= 0  # the values cut from the fields taken alone, not from every field
+        values = pc.ascii_trim(pc.utf8_slice_codeunits(fields.take(from_numpy(last[found])), start=len(key) + 3),
+                               characters=SPACES)
+        out.append(values.take(from_numpy(np.cumsum(found) - 1, valid=found)))
     return tuple(out)
 
 
