@@ -8,6 +8,7 @@ import json
 import tempfile
 from pathlib import Path
 
+import numpy as np
 import pytest
 from conftest import CORPUS, corpus_params, run_cli
 from hypothesis import given, settings
@@ -15,6 +16,7 @@ from hypothesis import strategies as st
 from test_kineto import gpu, write_trace, x
 
 import asysstats
+from asysstats.analysis.launches import earliest_first
 from asysstats.synth.writer import ReportWriter
 
 KINETO = CORPUS / "kineto"
@@ -152,3 +154,21 @@ def test_hta_launch_of_correlation_423():
     for ours, theirs in (("CPU Duration (ns)", "cpu_duration"), ("GPU Duration (ns)", "gpu_duration"),
                          ("Launch Delay (ns)", "launch_delay")):
         assert abs(row[ours] / 1000 - expected[theirs]) <= expected["delta"]
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 3), st.integers(0, 5), st.integers(0, 5)), max_size=25))
+def test_earliest_first_finds_each_pairs_earliest_call(rows):
+    """Looked up in the order of ``earliest_first``, a (process, correlation id) finds the call a sort by
+    process, correlation id, start and end puts first (ties of start broken by end, then row)."""
+    calls = {name: np.array([r[i] for r in rows], dtype=np.int64)
+             for i, name in enumerate(("pid", "correlationId", "start", "end"))}
+
+    def first_of_each_pair(order):
+        found: dict[tuple[int, int], int] = {}
+        for row in order.tolist():
+            found.setdefault((int(calls["pid"][row]), int(calls["correlationId"][row])), row)
+        return found
+
+    expected = np.lexsort((calls["end"], calls["start"], calls["correlationId"], calls["pid"]))
+    assert first_of_each_pair(earliest_first(calls)) == first_of_each_pair(expected)

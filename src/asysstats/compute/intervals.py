@@ -93,8 +93,11 @@ def running_max_by_segment(segment: np.ndarray, values: np.ndarray) -> np.ndarra
 
 def intersection_length(a_starts, a_ends, b_starts, b_ends) -> int:
     """Time covered by both the union of intervals A and the union of intervals B."""
-    sa, ea = union(a_starts, a_ends)
-    sb, eb = union(b_starts, b_ends)
+    return segments_overlap(*union(a_starts, a_ends), *union(b_starts, b_ends))
+
+
+def segments_overlap(sa: np.ndarray, ea: np.ndarray, sb: np.ndarray, eb: np.ndarray) -> int:
+    """Time covered by both of two sets of disjoint, sorted segments (from :func:`union`)."""
     if len(sa) == 0 or len(sb) == 0:
         return 0
     return int((cumulative_cover(sb, eb, ea) - cumulative_cover(sb, eb, sa)).sum())

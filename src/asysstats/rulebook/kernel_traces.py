@@ -24,6 +24,7 @@ from asysstats.analysis.declarations import (
     name_mode,
 )
 from asysstats.analysis.inputs import Inputs
+from asysstats.analysis.launches import earliest_first
 from asysstats.analysis.reads import KERNEL_COLUMNS, KERNEL_NAME_READS
 from asysstats.analysis.summary import StatColumns, output_order
 from asysstats.compute.distinct import tie_order
@@ -82,7 +83,7 @@ EXEC_COLUMNS = (
 def launches(kernels: Mapping[str, np.ndarray], calls: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """The rows of the kernels that a call launched and of their launch calls: the call of the kernel's
     process with its correlation id (of several, the earliest). A graph launch's call launches many."""
-    by_call = np.lexsort((calls["end"], calls["start"], calls["correlationId"], calls["pid"]))
+    by_call = earliest_first(calls)
     found = row_index([calls["pid"][by_call], calls["correlationId"][by_call]],
                       [kernels["pid"], kernels["correlationId"]])
     k = np.flatnonzero((found >= 0) & (kernels["correlationId"] >= 0))

@@ -14,9 +14,10 @@ import numpy as np
 
 from asysstats.analysis.declarations import DEVICE, ROWS, Options, Rule
 from asysstats.analysis.inputs import Inputs
+from asysstats.analysis.launches import earliest_first
 from asysstats.compute.distinct import distinct_sorted
 from asysstats.compute.grouped import share_percent
-from asysstats.compute.intervals import intersection_length, start_order_gaps, union_length
+from asysstats.compute.intervals import segments_overlap, start_order_gaps, union
 from asysstats.compute.keys import lookup_pair
 from asysstats.core.result import INT, PERCENT, TEXT, Column, Frame
 from asysstats.core.tables import NA, EventTable
@@ -41,7 +42,7 @@ def launch_calls(kernels: EventTable, runtime: EventTable) -> tuple[np.ndarray, 
     the same process and correlation id that starts first — the call ``hggc_kern_exec_trace`` lists."""
     if runtime.rows == 0:
         return runtime["start"], runtime["end"], runtime["start"]
-    order = np.lexsort((runtime["end"], runtime["start"], runtime["correlationId"], runtime["pid"]))
+    order = earliest_first(runtime)
     rows = lookup_pair(runtime["pid"][order], runtime["correlationId"][order], kernels["pid"], kernels["correlationId"])
     launched = (rows >= 0) & (kernels["correlationId"] >= 0)
     calls = order[rows[launched]]  # only the columns used are gathered (50 M calls: 2.7 GB less)
@@ -54,8 +55,9 @@ def figures(activity: Intervals, kernels: Intervals, api: Intervals) -> dict[str
     kernel_time = int((kernels[1] - kernels[0]).sum())
     gaps = start_order_gaps(*kernels)
     positive = gaps[gaps > 0]
-    api_union = union_length(*api)
-    overlap = intersection_length(*api, *kernels)
+    api_segments = union(*api)  # once for its length and for its overlap with the kernels
+    api_union = int((api_segments[1] - api_segments[0]).sum())
+    overlap = segments_overlap(*api_segments, *union(*kernels))
     return {"Span (ns)": span, "Operations": len(activity[0]), "Kernels": len(kernels[0]),
             "Kernel Time (ns)": kernel_time, "Kernel Busy (%)": float(share_percent(kernel_time, span)),
             "Gap Count": len(positive), "Gap Total (ns)": int(positive.sum()),
