@@ -249,10 +249,20 @@ def test_covered_length_by_group(rows):
 
 @SETTINGS
 @given(spans, spans)
-def test_intersection_length(a, b):
+def test_segments_overlap(a, b):
     sa, ea = arrays(a)
     sb, eb = arrays(b)
-    assert intervals.intersection_length(sa, ea, sb, eb) == len(covered(a) & covered(b))
+    assert intervals.segments_overlap(*intervals.union(sa, ea), *intervals.union(sb, eb)) == len(covered(a) & covered(b))
+
+
+@SETTINGS
+@given(spans, spans)
+def test_merged_segments_are_the_union_of_all_intervals(a, b):
+    sa, ea = arrays(a)
+    sb, eb = arrays(b)
+    merged = intervals.merged_segments(intervals.union(sa, ea), intervals.union(sb, eb))
+    whole = intervals.union(np.concatenate([sa, sb]), np.concatenate([ea, eb]))
+    assert [m.tolist() for m in merged] == [w.tolist() for w in whole]
 
 
 @SETTINGS

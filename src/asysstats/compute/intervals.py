@@ -30,10 +30,20 @@ def union(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     return s[first], e[last]
 
 
+def merged_segments(*sets: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """The :func:`union` of several sets of segments, each from :func:`union`: the same segments
+    as the union of all their intervals, from far fewer rows."""
+    return union(np.concatenate([starts for starts, _ in sets]), np.concatenate([ends for _, ends in sets]))
+
+
 def union_length(starts: np.ndarray, ends: np.ndarray) -> int:
     """Total time covered by at least one interval."""
-    s, e = union(starts, ends)
-    return int((e - s).sum())
+    return segments_length(*union(starts, ends))
+
+
+def segments_length(starts: np.ndarray, ends: np.ndarray) -> int:
+    """Total time of disjoint segments (from :func:`union`)."""
+    return int((ends - starts).sum())
 
 
 def covered_length_by_group(group: np.ndarray, starts: np.ndarray, ends: np.ndarray, n_groups: int) -> np.ndarray:
@@ -91,11 +101,6 @@ def running_max_by_segment(segment: np.ndarray, values: np.ndarray) -> np.ndarra
     return uniq[np.maximum.accumulate(rank + lift) - lift]
 
 
-def intersection_length(a_starts, a_ends, b_starts, b_ends) -> int:
-    """Time covered by both the union of intervals A and the union of intervals B."""
-    return segments_overlap(*union(a_starts, a_ends), *union(b_starts, b_ends))
-
-
 def segments_overlap(sa: np.ndarray, ea: np.ndarray, sb: np.ndarray, eb: np.ndarray) -> int:
     """Time covered by both of two sets of disjoint, sorted segments (from :func:`union`)."""
     if len(sa) == 0 or len(sb) == 0:
@@ -105,10 +110,15 @@ def segments_overlap(sa: np.ndarray, ea: np.ndarray, sb: np.ndarray, eb: np.ndar
 
 def difference(a_starts, a_ends, b_starts, b_ends) -> tuple[np.ndarray, np.ndarray]:
     """Disjoint, sorted segments of the time covered by intervals A and by no interval of B
-    (``∪A − ∪B``). One sweep over the boundaries of both unions: after the last boundary
-    at each instant, a stretch belongs to the result while A covers it and B does not."""
-    sa, ea = union(a_starts, a_ends)
-    sb, eb = union(b_starts, b_ends)
+    (``∪A − ∪B``)."""
+    return segments_difference(*union(a_starts, a_ends), *union(b_starts, b_ends))
+
+
+def segments_difference(sa: np.ndarray, ea: np.ndarray, sb: np.ndarray, eb: np.ndarray
+                        ) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`difference` of two sets of disjoint, sorted segments (from :func:`union`). One sweep
+    over the boundaries of both: after the last boundary at each instant, a stretch belongs to the
+    result while A covers it and B does not."""
     if len(sa) == 0 or len(sb) == 0:
         return sa, ea
     times = np.concatenate([sa, ea, sb, eb])
@@ -120,12 +130,6 @@ def difference(a_starts, a_ends, b_starts, b_ends) -> tuple[np.ndarray, np.ndarr
     times, keep = times[last], (a_now[last] == 1) & (b_now[last] == 0)
     starts = np.flatnonzero(keep[:-1])  # the last instant closes everything
     return times[starts], times[starts + 1]
-
-
-def difference_length(a_starts, a_ends, b_starts, b_ends) -> int:
-    """Time covered by intervals A and by no interval of B (``|∪A − ∪B|``)."""
-    s, e = difference(a_starts, a_ends, b_starts, b_ends)
-    return int((e - s).sum())
 
 
 def cumulative_cover(seg_starts: np.ndarray, seg_ends: np.ndarray, t: np.ndarray) -> np.ndarray:

@@ -22,7 +22,7 @@ from asysstats.analysis.names import kernel_name_ids
 from asysstats.analysis.reads import CALL_READS, KERNEL_COLUMNS
 from asysstats.compute.distinct import distinct, distinct_sorted
 from asysstats.compute.grouped import share_percent
-from asysstats.compute.intervals import difference_length, union, union_length
+from asysstats.compute.intervals import merged_segments, segments_difference, segments_length, union
 from asysstats.core.regexes import compile_user_regex, search_each
 from asysstats.core.result import INT, PERCENT, TEXT, Column, Frame
 from asysstats.core.strings import StringPool
@@ -87,17 +87,19 @@ def bucketed_activities(inputs: Inputs, options: BreakdownOptions) -> dict[str, 
 
 
 def breakdown(start: np.ndarray, end: np.ndarray, bucket: np.ndarray) -> dict[str, int]:
-    """The time of each of :data:`TYPES` for one set of activities."""
-    comp, comm, copy = (bucket == COMPUTATION), (bucket == COMMUNICATION), (bucket == MEMCPY)
-    seg_start, seg_end = union(start, end)
+    """The time of each of :data:`TYPES` for one set of activities: the union of each bucket made
+    once, and the unions of several buckets from those."""
+    comp, comm, copy = (union(start[bucket == kind], end[bucket == kind])
+                        for kind in (COMPUTATION, COMMUNICATION, MEMCPY))
+    device_work = merged_segments(comp, comm)
+    seg_start, seg_end = merged_segments(device_work, copy)
     total = int(seg_end[-1] - seg_start[0]) if len(seg_start) else 0
-    busy = int((seg_end - seg_start).sum())
-    device_work = comp | comm
-    return {"Total": total, "Busy": busy, "Idle": total - busy,
-            "Computation": union_length(start[comp], end[comp]), "Communication": union_length(start[comm], end[comm]),
-            "Exposed Communication": difference_length(start[comm], end[comm], start[comp], end[comp]),
-            "Memcpy": union_length(start[copy], end[copy]),
-            "Exposed Memcpy": difference_length(start[copy], end[copy], start[device_work], end[device_work])}
+    busy = segments_length(seg_start, seg_end)
+    return {"Total": total, "Busy": busy, "Idle": total - busy, "Computation": segments_length(*comp),
+            "Communication": segments_length(*comm),
+            "Exposed Communication": segments_length(*segments_difference(*comm, *comp)),
+            "Memcpy": segments_length(*copy),
+            "Exposed Memcpy": segments_length(*segments_difference(*copy, *device_work))}
 
 
 def time_breakdown(inputs: Inputs, options: BreakdownOptions) -> Frame:

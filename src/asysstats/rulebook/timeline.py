@@ -17,7 +17,7 @@ from asysstats.analysis.inputs import Inputs
 from asysstats.analysis.launches import earliest_first
 from asysstats.compute.distinct import distinct_sorted
 from asysstats.compute.grouped import share_percent
-from asysstats.compute.intervals import segments_overlap, start_order_gaps, union
+from asysstats.compute.intervals import segments_length, segments_overlap, start_order_gaps, union
 from asysstats.compute.keys import lookup_pair
 from asysstats.core.result import INT, PERCENT, TEXT, Column, Frame
 from asysstats.core.tables import NA, EventTable
@@ -56,7 +56,7 @@ def figures(activity: Intervals, kernels: Intervals, api: Intervals) -> dict[str
     gaps = start_order_gaps(*kernels)
     positive = gaps[gaps > 0]
     api_segments = union(*api)  # once for its length and for its overlap with the kernels
-    api_union = int((api_segments[1] - api_segments[0]).sum())
+    api_union = segments_length(*api_segments)
     overlap = segments_overlap(*api_segments, *union(*kernels))
     return {"Span (ns)": span, "Operations": len(activity[0]), "Kernels": len(kernels[0]),
             "Kernel Time (ns)": kernel_time, "Kernel Busy (%)": float(share_percent(kernel_time, span)),
