@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from test_kineto import gpu, write_trace, x
 
 import asysstats
-from asysstats.analysis.launches import earliest_first
+from asysstats.analysis.launches import earliest_launches
 from asysstats.synth.writer import ReportWriter
 
 KINETO = CORPUS / "kineto"
@@ -157,18 +157,19 @@ def test_hta_launch_of_correlation_423():
 
 
 @settings(max_examples=80, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 3), st.integers(0, 5), st.integers(0, 5)), max_size=25))
-def test_earliest_first_finds_each_pairs_earliest_call(rows):
-    """Looked up in the order of ``earliest_first``, a (process, correlation id) finds the call a sort by
-    process, correlation id, start and end puts first (ties of start broken by end, then row)."""
+@given(st.lists(st.tuples(st.integers(0, 2), st.integers(-1, 3), st.integers(0, 5), st.integers(0, 5)), max_size=25),
+       st.lists(st.tuples(st.integers(0, 2), st.integers(-1, 3)), max_size=10))
+def test_earliest_launches_find_each_pairs_earliest_call(rows, wanted):
+    """Each activity with a correlation id (>= 0) finds the call of its process and id that a sort by
+    start, then end, then row puts first; the others, and those without such a call, find none."""
     calls = {name: np.array([r[i] for r in rows], dtype=np.int64)
              for i, name in enumerate(("pid", "correlationId", "start", "end"))}
-
-    def first_of_each_pair(order):
-        found: dict[tuple[int, int], int] = {}
-        for row in order.tolist():
-            found.setdefault((int(calls["pid"][row]), int(calls["correlationId"][row])), row)
-        return found
-
-    expected = np.lexsort((calls["end"], calls["start"], calls["correlationId"], calls["pid"]))
-    assert first_of_each_pair(earliest_first(calls)) == first_of_each_pair(expected)
+    activities = {name: np.array([w[i] for w in wanted], dtype=np.int64)
+                  for i, name in enumerate(("pid", "correlationId"))}
+    expected = []
+    for row, (pid, correlation) in enumerate(wanted):
+        holding = sorted((r[2], r[3], i) for i, r in enumerate(rows) if (r[0], r[1]) == (pid, correlation))
+        if holding and correlation >= 0:
+            expected.append((row, holding[0][2]))
+    launched, call = earliest_launches(calls, activities)
+    assert list(zip(launched.tolist(), call.tolist())) == expected

@@ -8,7 +8,7 @@ from typing import Mapping
 
 import numpy as np
 
-from asysstats.analysis.activity import row_index, triple_ids
+from asysstats.analysis.activity import triple_ids
 from asysstats.analysis.declarations import (
     BASE,
     HGTX_NAME,
@@ -24,7 +24,7 @@ from asysstats.analysis.declarations import (
     name_mode,
 )
 from asysstats.analysis.inputs import Inputs
-from asysstats.analysis.launches import earliest_first
+from asysstats.analysis.launches import earliest_launches
 from asysstats.analysis.reads import KERNEL_COLUMNS, KERNEL_NAME_READS
 from asysstats.analysis.summary import StatColumns, output_order
 from asysstats.compute.distinct import tie_order
@@ -80,20 +80,10 @@ EXEC_COLUMNS = (
 )
 
 
-def launches(kernels: Mapping[str, np.ndarray], calls: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """The rows of the kernels that a call launched and of their launch calls: the call of the kernel's
-    process with its correlation id (of several, the earliest). A graph launch's call launches many."""
-    by_call = earliest_first(calls)
-    found = row_index([calls["pid"][by_call], calls["correlationId"][by_call]],
-                      [kernels["pid"], kernels["correlationId"]])
-    k = np.flatnonzero((found >= 0) & (kernels["correlationId"] >= 0))
-    return k, by_call[found[k]]
-
-
 def kern_exec_trace(inputs: Inputs, options: KernelNaming) -> Frame:
     kernels = inputs.table("kernels", GB_COLUMNS)
     calls = inputs.table("runtime", API_COLUMNS)
-    k, call = launches(kernels, calls)
+    k, call = earliest_launches(calls, kernels)
     names = kernel_names(inputs, kernels, name_mode(options))
     order = tie_order(calls["start"][call], lambda rows: (
         kernels["streamId"][k[rows]], kernels["deviceId"][k[rows]], inputs.strings.sort_rank(names[k[rows]]),

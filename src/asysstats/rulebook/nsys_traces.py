@@ -17,6 +17,7 @@ import numpy as np
 from asysstats.analysis.declarations import Rule, Stats, merged_reads
 from asysstats.analysis.hgtx import load_ranges
 from asysstats.analysis.inputs import Inputs
+from asysstats.analysis.launches import earliest_launches
 from asysstats.analysis.reads import HGTX_READS, KERNEL_COLUMNS
 from asysstats.analysis.summary import StatColumns
 from asysstats.compute.grouped import dense_group_ids, grouped_stats
@@ -26,7 +27,7 @@ from asysstats.rulebook.api import API_COLUMNS, api_name_ids, api_trace_frame, t
 from asysstats.rulebook.hgtx_ranges import TRACE_COLUMNS as PUSHPOP_COLUMNS
 from asysstats.rulebook.hgtx_ranges import TRACE_INPUTS as PUSHPOP_INPUTS
 from asysstats.rulebook.hgtx_ranges import pushpop_frame
-from asysstats.rulebook.kernel_traces import EXEC_COLUMNS, GB_COLUMNS, dimension_ids, kern_exec_trace, launches
+from asysstats.rulebook.kernel_traces import EXEC_COLUMNS, GB_COLUMNS, dimension_ids, kern_exec_trace
 from asysstats.rulebook.memory_ops import READS as MEMORY_READS
 from asysstats.rulebook.memory_ops import operations
 from asysstats.rulebook.nsys_stats import KernelOptions, kernel_names, kernel_rows, nvidia_range_names
@@ -224,7 +225,7 @@ def kern_exec_sum(inputs: Inputs, options: KernelOptions) -> Frame:
     pairing, with the statistics of their total, API, queue and kernel times."""
     kernels = inputs.table("kernels", KERNEL_COLUMNS)
     calls = inputs.table("runtime", API_COLUMNS)
-    k, call = launches(kernels, calls)
+    k, call = earliest_launches(calls, kernels)
     group, keys = dense_group_ids([calls["pid"][call], calls["tid"][call], kernels["deviceId"][k],
                                    api_name_ids(inputs, calls["nameId"])[call], nvidia_kernel_names(inputs, options)[k]])
     groups = len(keys[0])

@@ -14,11 +14,10 @@ import numpy as np
 
 from asysstats.analysis.declarations import DEVICE, ROWS, Options, Rule
 from asysstats.analysis.inputs import Inputs
-from asysstats.analysis.launches import earliest_first
+from asysstats.analysis.launches import earliest_launches
 from asysstats.compute.distinct import distinct_sorted
 from asysstats.compute.grouped import share_percent
 from asysstats.compute.intervals import segments_length, segments_overlap, start_order_gaps, union
-from asysstats.compute.keys import lookup_pair
 from asysstats.core.result import INT, PERCENT, TEXT, Column, Frame
 from asysstats.core.tables import NA, EventTable
 from asysstats.rulebook.kernels import on_devices
@@ -38,14 +37,9 @@ class TimelineOptions(Options):
 
 
 def launch_calls(kernels: EventTable, runtime: EventTable) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(start, end, kernel device) of the API call that launched each kernel: the runtime row of
-    the same process and correlation id that starts first — the call ``hggc_kern_exec_trace`` lists."""
-    if runtime.rows == 0:
-        return runtime["start"], runtime["end"], runtime["start"]
-    order = earliest_first(runtime)
-    rows = lookup_pair(runtime["pid"][order], runtime["correlationId"][order], kernels["pid"], kernels["correlationId"])
-    launched = (rows >= 0) & (kernels["correlationId"] >= 0)
-    calls = order[rows[launched]]  # only the columns used are gathered (50 M calls: 2.7 GB less)
+    """(start, end, kernel device) of the API call that launched each kernel: the call
+    ``hggc_kern_exec_trace`` lists (:func:`earliest_launches`)."""
+    launched, calls = earliest_launches(runtime, kernels)  # rows: only the columns used are gathered
     return runtime["start"][calls], runtime["end"][calls], kernels["deviceId"][launched]
 
 
