@@ -8,6 +8,8 @@ Zero-length intervals cover nothing but still contain nothing and are contained 
 
 from __future__ import annotations
 
+from typing import Iterator
+
 import numpy as np
 
 from asysstats.compute.distinct import distinct, distinct_sorted, tie_order
@@ -186,25 +188,15 @@ def enclosing_pairs(range_group: np.ndarray, range_start: np.ndarray, range_end:
     Loops over groups (threads), never over events; memory is linear in the pairs found.
     """
     range_group = np.asarray(range_group, dtype=np.int64)
-    point_group = np.asarray(point_group, dtype=np.int64)
     range_start = np.asarray(range_start, dtype=np.int64)
     range_end = np.asarray(range_end, dtype=np.int64)
-    point_time = np.asarray(point_time, dtype=np.int64)
     out_r: list[np.ndarray] = []
     out_p: list[np.ndarray] = []
-    p_order = group_time_order(point_group, point_time)
-    pg_sorted, pt_sorted = point_group[p_order], point_time[p_order]
-    r_order = group_order(range_group)
-    rg_sorted = range_group[r_order]
-    for g in np.intersect1d(distinct_sorted(rg_sorted), distinct_sorted(pg_sorted), assume_unique=True):
-        lo_g, hi_g = np.searchsorted(pg_sorted, g, "left"), np.searchsorted(pg_sorted, g, "right")
-        times = pt_sorted[lo_g:hi_g]
-        ridx = r_order[np.searchsorted(rg_sorted, g, "left"):np.searchsorted(rg_sorted, g, "right")]
-        lo = np.searchsorted(times, range_start[ridx], "left")
-        hi = np.searchsorted(times, range_end[ridx], "left")
-        r, p = expand_slices(lo, hi)
-        out_r.append(ridx[r])
-        out_p.append(p_order[lo_g + p])
+    for ranges, points, times in group_slices(range_group, group_order(range_group), point_group, point_time):
+        r, p = expand_slices(np.searchsorted(times, range_start[ranges], "left"),
+                             np.searchsorted(times, range_end[ranges], "left"))
+        out_r.append(ranges[r])
+        out_p.append(points[p])
     if not out_r:
         return np.empty(0, np.int64), np.empty(0, np.int64)
     return np.concatenate(out_r), np.concatenate(out_p)
@@ -223,18 +215,10 @@ def innermost_enclosing(range_group: np.ndarray, range_start: np.ndarray, range_
     range_group = np.asarray(range_group, dtype=np.int64)
     range_start = np.asarray(range_start, dtype=np.int64)
     range_end = np.asarray(range_end, dtype=np.int64)
-    point_group = np.asarray(point_group, dtype=np.int64)
-    point_time = np.asarray(point_time, dtype=np.int64)
     found = np.full(len(point_time), -1, np.int64)
     by_depth = tie_order(range_start, lambda rows: (range_tie[rows], -range_end[rows]))  # innermost last
     r_order = by_depth[group_order(range_group[by_depth])]  # by group, each in depth order
-    rg_sorted = range_group[r_order]
-    p_order = group_time_order(point_group, point_time)
-    pg_sorted, pt_sorted = point_group[p_order], point_time[p_order]
-    for g in np.intersect1d(distinct_sorted(rg_sorted), distinct_sorted(pg_sorted), assume_unique=True):
-        lo_g, hi_g = np.searchsorted(pg_sorted, g, "left"), np.searchsorted(pg_sorted, g, "right")
-        times, points = pt_sorted[lo_g:hi_g], p_order[lo_g:hi_g]
-        ranges = r_order[np.searchsorted(rg_sorted, g, "left"):np.searchsorted(rg_sorted, g, "right")]
+    for ranges, points, times in group_slices(range_group, r_order, point_group, point_time):
         starts, ends = range_start[ranges], range_end[ranges]
         last = np.searchsorted(starts, times, "right") - 1  # the last range started by each time
         begun = last >= 0
@@ -243,14 +227,29 @@ def innermost_enclosing(range_group: np.ndarray, range_start: np.ndarray, range_
         other = np.flatnonzero(begun & ~held)  # the last range begun has ended: look further out
         if len(other) == 0:
             continue
-        lo = np.searchsorted(times[other], starts, "left")
-        hi = np.searchsorted(times[other], ends, "left")
-        position, point = expand_slices(lo, hi)
+        position, point = expand_slices(np.searchsorted(times[other], starts, "left"),
+                                        np.searchsorted(times[other], ends, "left"))
         deepest = np.full(len(other), -1, np.int64)
         np.maximum.at(deepest, point, position)
         inside = deepest >= 0
         found[points[other[inside]]] = ranges[deepest[inside]]
     return found
+
+
+def group_slices(range_group: np.ndarray, range_order: np.ndarray, point_group: np.ndarray, point_time: np.ndarray
+                 ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Per group that has both ranges and points: its ranges (indices, in the order of
+    ``range_order``, which lists the ranges by group), its points (indices) and their times, in
+    time order. ``range_group`` is int64."""
+    point_group = np.asarray(point_group, dtype=np.int64)
+    point_time = np.asarray(point_time, dtype=np.int64)
+    rg_sorted = range_group[range_order]
+    p_order = group_time_order(point_group, point_time)
+    pg_sorted, pt_sorted = point_group[p_order], point_time[p_order]
+    for g in np.intersect1d(distinct_sorted(rg_sorted), distinct_sorted(pg_sorted), assume_unique=True):
+        lo, hi = np.searchsorted(pg_sorted, g, "left"), np.searchsorted(pg_sorted, g, "right")
+        ranges = range_order[np.searchsorted(rg_sorted, g, "left"):np.searchsorted(rg_sorted, g, "right")]
+        yield ranges, p_order[lo:hi], pt_sorted[lo:hi]
 
 
 def open_counts(group: np.ndarray, groups: int, start: np.ndarray, end: np.ndarray
@@ -261,8 +260,8 @@ def open_counts(group: np.ndarray, groups: int, start: np.ndarray, end: np.ndarr
 
     Each interval is a +1 step at its start and a -1 step at its end. Group, time and step are
     packed into one int64 per step (times past the bits left: their dense rank) and sorted
-    once; counts, times and groups are read from the sorted keys at the last step of each time
-    (a queue trace of 10.8 M points: a third of the arrays unpacking every column made)."""
+    once; counts, times and groups are read from the sorted keys at the last step of each time,
+    not unpacked from every step."""
     if len(start) == 0:
         return np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.int64)
     group_bits = max(groups - 1, 1).bit_length()
@@ -273,7 +272,7 @@ def open_counts(group: np.ndarray, groups: int, start: np.ndarray, end: np.ndarr
     if group_bits + int(steps.max()).bit_length() + 1 > 62:
         uniq, steps = distinct(steps)  # times as their ranks: fewer than 2**32 of them
     time_bits = int(steps.max()).bit_length()
-    key = np.concatenate([group, group]).astype(np.int64)
+    key = np.concatenate([group, group]).astype(np.int64, copy=False)
     key <<= time_bits
     key |= steps
     del steps

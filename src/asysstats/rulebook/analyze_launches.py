@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable
 from fractions import Fraction
+from typing import Callable
 
 import numpy as np
 import pyarrow as pa
