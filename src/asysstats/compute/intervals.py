@@ -61,10 +61,16 @@ def covered_length_by_group(group: np.ndarray, starts: np.ndarray, ends: np.ndar
     base = int(starts.min())
     span = int(starts.max()) - base + 1
     if span * n_groups < 1 << 62:
-        order = np.argsort(group * span + (starts - base), kind="stable")
+        key = group * span
+        key -= base  # before the starts: no step leaves int64
+        key += starts
+        order = np.argsort(key, kind="stable")
+        del key
     else:
         order = np.lexsort((starts, group))
-    return covered_length_sorted(group[order], starts[order], ends[order], n_groups)
+    group, starts, ends = group[order], starts[order], ends[order]
+    del order
+    return covered_length_sorted(group, starts, ends, n_groups)
 
 
 def covered_length_sorted(group: np.ndarray, starts: np.ndarray, ends: np.ndarray, n_groups: int) -> np.ndarray:
@@ -95,9 +101,14 @@ def running_max_by_segment(segment: np.ndarray, values: np.ndarray) -> np.ndarra
     np.cumsum(segment[1:] != segment[:-1], out=number[1:])
     low = int(values.min())
     span = int(values.max()) - low + 1
-    if span * (int(number[-1]) + 1) < 1 << 62:
-        lift = number * span - low
-        return np.maximum.accumulate(values + lift) - lift
+    if span * (int(number[-1]) + 1) < 1 << 62:  # in place: two arrays the size of the values
+        lift = number
+        lift *= span
+        lift -= low
+        out = values + lift
+        np.maximum.accumulate(out, out=out)
+        out -= lift
+        return out
     uniq, rank = np.unique(values, return_inverse=True)
     lift = number * len(uniq)
     return uniq[np.maximum.accumulate(rank + lift) - lift]
