@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
+from unittest import mock
 
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from asysstats.analysis import correlate as correlate_module
 from asysstats.analysis.correlate import correlate, ppu_activities, project
 from asysstats.analysis.hgtx import all_ranges
 from asysstats.analysis.inputs import Inputs
@@ -195,8 +197,8 @@ def union_length(spans: list[tuple[int, int]]) -> int:
 
 
 @settings(max_examples=30, deadline=None)
-@given(events, st.booleans())
-def test_correlation_and_projection_match_brute_force(ev, graph_mapping):
+@given(events, st.booleans(), st.integers(1, 4))
+def test_correlation_and_projection_match_brute_force(ev, graph_mapping, set_anchors):
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "r.asysrep"
         write_events(path, ev)
@@ -211,6 +213,19 @@ def test_correlation_and_projection_match_brute_force(ev, graph_mapping):
         want = brute_pairs(ev, order, graph_mapping)
         assert got == want
         proj = project(pairs, acts, ranges.rows)
+        anchors = correlate_module.Anchors(Inputs(report), acts, graph_mapping)
+        with mock.patch.object(correlate_module, "SET_ANCHORS", set_anchors), \
+                mock.patch.object(correlate_module, "SET_LINKS", set_anchors):  # a few threads, ranges at a time
+            sets = anchors.thread_sets(ranges["globalTid"])
+            by_set = [anchors.pairs(ranges, threads) for threads in sets or [None]]
+            by_thread = correlate_module.projected(anchors, ranges, acts)
+        if sets is not None:  # the sets part the ranges' threads
+            assert np.array_equal(np.sort(np.concatenate(sets)), np.unique(ranges["globalTid"]))
+        assert {(int(r), int(a)): bool(g) for p in by_set
+                for r, a, g in zip(p.range_row, p.activity_row, p.via_graph)} == want
+        assert sum(len(p.range_row) for p in by_set) == len(want)
+        for field in ("count", "start", "end", "active"):
+            assert np.array_equal(getattr(by_thread, field), getattr(proj, field))
         for r in range(ranges.rows):
             spans = [(ev["kernels"][order[a]][1], ev["kernels"][order[a]][1] + ev["kernels"][order[a]][2])
                      for (rr, a) in want if rr == r]

@@ -8,12 +8,13 @@
   with the ranges holding the creation of its graph node: the node's creation row, followed
   back through ``originalGraphNodeId`` to the node it was cloned from (the captured one).
 
-Results are index pairs, so memory is linear in the number of pairs.
+Results are index pairs, so memory is linear in the number of pairs; past a size, ranges are
+linked a set at a time (:class:`Anchors`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -21,7 +22,8 @@ import numpy as np
 from asysstats.analysis.hgtx import find_filter_range, trusted
 from asysstats.analysis.launches import launch_rows, runtime_calls
 from asysstats.analysis.reads import ACTIVITY_COLUMNS, NODE_COLUMNS, PPU_KINDS
-from asysstats.compute.intervals import covered_length_sorted, enclosing_pairs
+from asysstats.compute.distinct import distinct_sorted
+from asysstats.compute.intervals import covered_length_sorted, enclosing_pairs, group_order
 from asysstats.compute.keys import lookup, pair_key
 from asysstats.core.tables import EventTable, empty_table, in_window
 
@@ -97,32 +99,136 @@ def creation_rows(nodes: EventTable, activities: EventTable) -> np.ndarray:
     return row
 
 
+# anchors (launch calls, graph node creations) whose links are made in one pass: past it, a
+# set of whole threads at a time (the 5 M-kernel sample holds 5.1 M, linked to 18.6 M ranges)
+SET_ANCHORS = 1 << 23
+# links per set of ranges where ranges may be linked apart from the rest of their thread (projection)
+SET_LINKS = 1 << 24
+
+
+@dataclass(frozen=True)
+class Points:
+    """Activities (rows) placed at a time on a thread."""
+
+    activity: np.ndarray
+    thread: np.ndarray
+    time: np.ndarray
+
+    @classmethod
+    def at(cls, events: EventTable, rows: np.ndarray) -> "Points":
+        """Each activity with an event row (``rows``, -1: none) at that event's start on its thread."""
+        have = np.flatnonzero(rows >= 0)
+        return cls(have, events["globalTid"][rows[have]], events["start"][rows[have]])
+
+    def on(self, threads: np.ndarray | None, span: tuple[int, int]) -> "Points":
+        """The points on ``threads`` within ``span``, ``[start, end)`` (all when ``threads`` is None)."""
+        if threads is None:
+            return self
+        keep = np.isin(self.thread, threads)
+        keep &= self.time >= span[0]
+        keep &= self.time < span[1]
+        rows = np.flatnonzero(keep)
+        return Points(self.activity[rows], self.thread[rows], self.time[rows])
+
+    def held(self, thread: int, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+        """How many points of ``thread`` each ``[start, end)`` holds."""
+        times = np.sort(self.time[self.thread == thread])
+        return np.searchsorted(times, end) - np.searchsorted(times, start)
+
+
+class Anchors:
+    """Where activities sit among ranges (docs/decisions.md D11): each at the start of its launch
+    call on the call's thread and, with graph mapping, at the creation of its graph node's
+    original on that thread. Made once; a range links the activities anchored in it on its own
+    thread, so ranges can be linked a set at a time: of whole threads, or of ranges."""
+
+    def __init__(self, inputs: "Inputs", activities: EventTable, graph_mapping: bool = True,
+                 launch: np.ndarray | None = None) -> None:
+        calls = runtime_calls(inputs)
+        self.launched = Points.at(calls, launch_rows(calls, activities) if launch is None else launch)
+        self.created: Points | None = None
+        if graph_mapping and (activities["graphNodeId"] >= 0).any():
+            nodes = graph_nodes(inputs)
+            self.created = Points.at(nodes, creation_rows(nodes, activities))
+        self.activities = activities.rows
+
+    def fit(self) -> bool:
+        """Whether every anchor fits in one pass (:data:`SET_ANCHORS`)."""
+        return sum(len(p.thread) for p in (self.launched, self.created) if p is not None) <= SET_ANCHORS
+
+    def thread_sets(self, threads: np.ndarray) -> list[np.ndarray] | None:
+        """The distinct ``threads`` (of ranges) in sets holding at most :data:`SET_ANCHORS` anchors
+        each (a thread holding more: a set of its own), in thread order; None (every thread at
+        once) when all the anchors fit in one."""
+        if self.fit():
+            return None
+        anchored, count = np.unique(np.concatenate([p.thread for p in (self.launched, self.created) if p is not None]),
+                                    return_counts=True)
+        threads = distinct_sorted(np.sort(threads))
+        at = np.minimum(np.searchsorted(anchored, threads), len(anchored) - 1)
+        held = np.where(anchored[at] == threads, count[at], 0)
+        sets: list[np.ndarray] = []
+        first, total = 0, 0
+        for last, count_here in enumerate(held.tolist()):  # a loop over threads
+            if last > first and total + count_here > SET_ANCHORS:
+                sets.append(threads[first:last])
+                first, total = last, 0
+            total += count_here
+        sets.append(threads[first:])
+        return sets
+
+    def range_sets(self, ranges: EventTable) -> list[np.ndarray] | None:
+        """Rows of ``ranges`` in sets of about :data:`SET_LINKS` links (a range holding more: a
+        set of its own), each thread's ranges in row order; None (every range at once) when all
+        the anchors fit in one set (:data:`SET_ANCHORS`). For analyses whose figures are each
+        range's own: a thread holds more links than one set should."""
+        if self.fit() or ranges.rows == 0:
+            return None
+        points = [p for p in (self.launched, self.created) if p is not None]
+        tid, start, end = ranges["globalTid"], ranges["start"], ranges["end"]
+        order = group_order(tid)
+        cuts = np.flatnonzero(tid[order][1:] != tid[order][:-1]) + 1
+        links = np.zeros(ranges.rows, np.int64)
+        for rows in np.split(order, cuts):  # a loop over threads
+            for found in points:
+                links[rows] += found.held(int(tid[rows[0]]), start[rows], end[rows])
+        total = np.cumsum(links[order])
+        bounds = np.searchsorted(total, np.arange(SET_LINKS, int(total[-1]), SET_LINKS), "right")
+        return [rows for rows in np.split(order, distinct_sorted(bounds)) if len(rows)]
+
+    def pairs(self, ranges: EventTable, threads: np.ndarray | None = None) -> Pairs:
+        """Every (range, activity) pair of the ranges on ``threads`` (all when None); a pair
+        found both ways is direct. Range rows are those of ``ranges``."""
+        tid, start, end = ranges["globalTid"], ranges["start"], ranges["end"]
+        rows = None
+        span = (0, 0)
+        if threads is not None:
+            rows = np.flatnonzero(np.isin(tid, threads))
+            tid, start, end = tid[rows], start[rows], end[rows]
+            span = (int(start.min()), int(end.max())) if len(rows) else span
+        launched = self.launched.on(threads, span)
+        r, p = enclosing_pairs(tid, start, end, launched.thread, launched.time)
+        a = launched.activity[p]
+        del p, launched
+        graph = np.zeros(len(r), dtype=bool)
+        if self.created is not None:
+            created = self.created.on(threads, span)
+            gr, gp = enclosing_pairs(tid, start, end, created.thread, created.time)
+            ga = created.activity[gp]
+            graph_run = np.zeros(self.activities, dtype=bool)
+            graph_run[ga] = True
+            fresh = ~sorted_member(np.sort(pair_key(r[graph_run[a]], a[graph_run[a]])), pair_key(gr, ga))
+            r = np.concatenate([r, gr[fresh]])
+            a = np.concatenate([a, ga[fresh]])
+            graph = np.concatenate([graph, np.ones(int(fresh.sum()), dtype=bool)])
+        return Pairs(r if rows is None else rows[r], a, graph)
+
+
 def correlate(inputs: "Inputs", ranges: EventTable, activities: EventTable, graph_mapping: bool = True,
               launch: np.ndarray | None = None) -> Pairs:
-    """Every (range, activity) pair of docs/decisions.md D11; a pair found both ways is direct.
+    """Every (range, activity) pair of docs/decisions.md D11 (:class:`Anchors`), at once.
     ``launch``: the activities' :func:`launch_rows`, when the caller has them."""
-    calls = runtime_calls(inputs)
-    launch = launch_rows(calls, activities) if launch is None else launch
-    have = np.flatnonzero(launch >= 0)
-    r, p = enclosing_pairs(ranges["globalTid"], ranges["start"], ranges["end"],
-                           calls["globalTid"][launch[have]], calls["start"][launch[have]])
-    a = have[p]
-    del p
-    graph = np.zeros(len(r), dtype=bool)
-    if graph_mapping and (activities["graphNodeId"] >= 0).any():
-        nodes = graph_nodes(inputs)
-        created = creation_rows(nodes, activities)
-        have = np.flatnonzero(created >= 0)
-        gr, gp = enclosing_pairs(ranges["globalTid"], ranges["start"], ranges["end"],
-                                 nodes["globalTid"][created[have]], nodes["start"][created[have]])
-        ga = have[gp]
-        graph_run = np.zeros(activities.rows, dtype=bool)
-        graph_run[ga] = True
-        fresh = ~sorted_member(np.sort(pair_key(r[graph_run[a]], a[graph_run[a]])), pair_key(gr, ga))
-        r = np.concatenate([r, gr[fresh]])
-        a = np.concatenate([a, ga[fresh]])
-        graph = np.concatenate([graph, np.ones(int(fresh.sum()), dtype=bool)])
-    return Pairs(r, a, graph)
+    return Anchors(inputs, activities, graph_mapping, launch).pairs(ranges)
 
 
 def sorted_member(pool: np.ndarray, values: np.ndarray) -> np.ndarray:
@@ -143,19 +249,20 @@ class Projection:
     active: np.ndarray
 
 
-def project(pairs: Pairs, activities: EventTable, n_ranges: int) -> Projection:
+def project(pairs: Pairs, activities: EventTable, n_ranges: int, by_start: np.ndarray | None = None) -> Projection:
     """Project ranges onto the PPU: span and busy time of their correlated activities.
 
     The pairs are ordered by (range, activity start) through one packed-key ``np.sort``
     (in place; each temporary the size of the pairs is freed once used, and ``pairs`` too
-    when the caller holds no other reference)."""
+    when the caller holds no other reference). ``by_start``: the activities in order of
+    start (a stable argsort), when the caller has it."""
     count = np.bincount(pairs.range_row, minlength=n_ranges).astype(np.int64)
     start = np.zeros(n_ranges, np.int64)
     end = np.zeros(n_ranges, np.int64)
     if len(pairs.range_row) == 0:
         return Projection(count, start, end, np.zeros(n_ranges, np.int64))
     n = activities.rows
-    by_start = np.argsort(activities["start"], kind="stable")
+    by_start = np.argsort(activities["start"], kind="stable") if by_start is None else by_start
     if n_ranges * n < 1 << 62:
         rank = np.empty(n, np.int64)
         rank[by_start] = np.arange(n)
@@ -179,6 +286,24 @@ def project(pairs: Pairs, activities: EventTable, n_ranges: int) -> Projection:
     start[r[first]] = s[first]
     end[r[first]] = np.maximum.reduceat(e, first)
     return Projection(count, start, end, covered_length_sorted(r, s, e, n_ranges))
+
+
+def projected(anchors: Anchors, ranges: EventTable, activities: EventTable) -> Projection:
+    """:func:`project` of every range, a set of ranges at a time (:meth:`Anchors.range_sets`):
+    each set is projected on its own and its figures put in place."""
+    sets = anchors.range_sets(ranges)
+    if sets is None:
+        return project(anchors.pairs(ranges), activities, ranges.rows)
+    by_start = np.argsort(activities["start"], kind="stable")
+    total = Projection(*(np.zeros(ranges.rows, np.int64) for _ in fields(Projection)))
+    for rows in sets:
+        own = EventTable({column: ranges[column][rows] for column in ("globalTid", "start", "end")})
+        threads = distinct_sorted(np.sort(own["globalTid"]))
+        part = project(anchors.pairs(own, threads), activities, own.rows, by_start)
+        for field in fields(Projection):
+            getattr(total, field.name)[rows] = getattr(part, field.name)
+        del part
+    return total
 
 
 def filter_windows(inputs: "Inputs", spec: str) -> tuple[tuple[int, int], tuple[int, int]]:

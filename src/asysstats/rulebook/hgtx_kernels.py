@@ -9,12 +9,12 @@ cells are ``-``; their PID/TID are those of the launching thread.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterator
 
 import numpy as np
 
 from asysstats.analysis.activity import take_or_na
-from asysstats.analysis.correlate import Pairs, activity_table, correlate
+from asysstats.analysis.correlate import Anchors, activity_table
 from asysstats.analysis.declarations import (
     BASE,
     DEVICE,
@@ -77,9 +77,10 @@ class SumOptions(TraceOptions):
     device: tuple[int, ...] | None = DEVICE.field()
 
 
-class Links:
-    """Correlated (range, kernel) rows, plus one row per standalone kernel (range -1), as
-    int32 rows of ``ranges`` and ``kernels``; the cells they print are gathered from those."""
+class Linked:
+    """The selected ranges, the kernels and their launch calls: what :class:`Links` are made of,
+    through where the kernels sit among the ranges (:class:`~asysstats.analysis.correlate.Anchors`,
+    made for the links and dropped with them)."""
 
     def __init__(self, inputs: Inputs, options: TraceOptions, devices: tuple[int, ...] | None,
                  kernel_columns: tuple[str, ...]) -> None:
@@ -89,18 +90,62 @@ class Links:
         self.kernels: EventTable = activity_table(inputs, "kernels", kernel_columns, devices)
         self.calls = runtime_calls(inputs)
         self.launch = launch_rows(self.calls, self.kernels)
-        pairs: Pairs = correlate(inputs, self.ranges, self.kernels, not options.no_graph_mapping, self.launch)
+        self.inputs, self.graph_mapping, self.standalone = inputs, not options.no_graph_mapping, options.standalone
+
+    def anchors(self) -> Anchors:
+        return Anchors(self.inputs, self.kernels, self.graph_mapping, self.launch)
+
+    def links(self, anchors: Anchors | None = None) -> "Links":
+        """Every link at once (``anchors``: when made already)."""
+        pairs = (anchors or self.anchors()).pairs(self.ranges)
         r, k, graph = pairs.range_row.astype(np.int32), pairs.activity_row.astype(np.int32), pairs.via_graph
         del pairs
-        if options.standalone:
+        if self.standalone:
             alone = np.ones(self.kernels.rows, dtype=bool)
             alone[k] = False
             k_alone = np.flatnonzero(alone).astype(np.int32)
             r = np.concatenate([r, np.full(len(k_alone), -1, np.int32)])
             k = np.concatenate([k, k_alone])
             graph = np.concatenate([graph, np.zeros(len(k_alone), dtype=bool)])
-        self.range_row, self.kernel_row, self.via_graph = r, k, graph
         release_memory()  # the correlation's temporaries
+        return Links(self, r, k, graph)
+
+    def link_sets(self) -> Iterator["Links"]:
+        """The links of each set of whole range threads (``Anchors.thread_sets``), then, with
+        ``standalone``, a row for each kernel linked in none; every link at once when the
+        kernels' anchors fit in one set (the anchors then dropped before the links are used).
+        Links of different threads fall in different groups of (range, thread, kernel name), so
+        each set's groups are whole."""
+        held = [self.anchors()]  # emptied by one pass: the anchors go before its links are used
+        sets = held[0].thread_sets(self.ranges["globalTid"])
+        if sets is None:
+            yield self.links(held.pop())
+            return
+        anchors = held.pop()
+        linked = np.zeros(self.kernels.rows, dtype=bool)
+        for threads in sets:
+            yield self.links_on(anchors, threads, linked)  # held by the caller alone
+        if self.standalone:
+            alone = np.flatnonzero(~linked).astype(np.int32)
+            yield Links(self, np.full(len(alone), -1, np.int32), alone, np.zeros(len(alone), dtype=bool))
+
+    def links_on(self, anchors: Anchors, threads: np.ndarray, linked: np.ndarray) -> "Links":
+        """The links of the ranges on ``threads``; marks their kernels in ``linked``."""
+        pairs = anchors.pairs(self.ranges, threads)
+        linked[pairs.activity_row] = True
+        links = Links(self, pairs.range_row.astype(np.int32), pairs.activity_row.astype(np.int32), pairs.via_graph)
+        del pairs
+        release_memory()
+        return links
+
+
+class Links:
+    """Correlated (range, kernel) rows, plus one row per standalone kernel (range -1), as
+    int32 rows of ``ranges`` and ``kernels``; the cells they print are gathered from those."""
+
+    def __init__(self, linked: Linked, range_row: np.ndarray, kernel_row: np.ndarray, via_graph: np.ndarray) -> None:
+        self.ranges, self.kernels, self.calls, self.launch = linked.ranges, linked.kernels, linked.calls, linked.launch
+        self.range_row, self.kernel_row, self.via_graph = range_row, kernel_row, via_graph
 
     def sort(self, kernel_order: np.ndarray, range_order: np.ndarray) -> None:
         """Put the rows in the order of their kernels in ``kernel_order``, then of their
@@ -151,8 +196,40 @@ class KernelGroups:
 def kernel_groups(inputs: Inputs, options: SumOptions) -> KernelGroups:
     mode = name_mode(options)
     columns = (*SUM_KERNEL_COLUMNS, "mangledName") if mode == "mangled" else SUM_KERNEL_COLUMNS
-    links = Links(inputs, options, options.device, columns)
-    label, keys = row_groups(links, kernel_name_codes(inputs.strings, links.kernels, mode))
+    linked = Linked(inputs, options, options.device, columns)
+    sets = linked.link_sets()
+    names = kernel_name_codes(inputs.strings, linked.kernels, mode)
+    parts = []
+    while (part := set_groups(sets, names)) is not None:
+        parts.append(part)
+    del linked
+    groups = joined(parts)
+    keys, stats, range_inst, standalone = groups.keys, groups.stats, groups.range_instances, groups.standalone
+    order = row_order((standalone, inputs.strings.sort_rank(keys[0]), keys[2], keys[3], -stats["sum"],
+                       inputs.strings.sort_rank(keys[4]), inputs.strings.sort_rank(keys[1])))
+    return KernelGroups(tuple(key[order] for key in keys), range_inst[order],
+                        {name: values[order] for name, values in stats.items()}, standalone[order])
+
+
+def joined(parts: list[KernelGroups]) -> KernelGroups:
+    """The groups of several sets one after another (a set with none left out: its statistics
+    have no type)."""
+    parts = [part for part in parts if len(part.keys[0])] or parts[:1]
+    if len(parts) == 1:
+        return parts[0]
+    return KernelGroups(tuple(np.concatenate([part.keys[at] for part in parts]) for at in range(len(parts[0].keys))),
+                        np.concatenate([part.range_instances for part in parts]),
+                        {name: np.concatenate([part.stats[name] for part in parts]) for name in parts[0].stats},
+                        np.concatenate([part.standalone for part in parts]))
+
+
+def set_groups(sets: Iterator[Links], names: Coded) -> KernelGroups | None:
+    """The groups of the next set of links (whole threads), unordered; None after the last. The
+    links are taken from ``sets`` here, and freed once counted."""
+    links = next(sets, None)
+    if links is None:
+        return None
+    label, keys = row_groups(links, names)
     # a kernel counts once per group (nested ranges of one name would count it twice). The links come
     # range by range, their kernels in time order: keys by range or by kernel first hold long sorted
     # runs, which timsort merges (18.6 M links: 3.8 s -> 0.5 s against (group, row) keys by quicksort)
@@ -164,12 +241,7 @@ def kernel_groups(inputs: Inputs, options: SumOptions) -> KernelGroups:
     k_row, k_label = distinct >> 32, distinct & 0xFFFFFFFF
     del distinct
     _, stats = grouped_stats([k_label], kernels["end"][k_row] - kernels["start"][k_row])
-    del k_label, k_row
-    standalone = keys[0] < 0
-    order = row_order((standalone, inputs.strings.sort_rank(keys[0]), keys[2], keys[3], -stats["sum"],
-                       inputs.strings.sort_rank(keys[4]), inputs.strings.sort_rank(keys[1])))
-    return KernelGroups(tuple(key[order] for key in keys), range_inst[order],
-                        {name: values[order] for name, values in stats.items()}, standalone[order])
+    return KernelGroups(keys, range_inst, stats, keys[0] < 0)
 
 
 def kern_sum(inputs: Inputs, options: SumOptions) -> Frame:
@@ -256,7 +328,7 @@ def start_order(strings: StringPool, start: np.ndarray, names: np.ndarray, ids: 
 
 
 def kern_trace(inputs: Inputs, options: TraceOptions) -> Frame:
-    links = Links(inputs, options, None, TRACE_KERNEL_COLUMNS)
+    links = Linked(inputs, options, None, TRACE_KERNEL_COLUMNS).links()
     kernels = links.kernels
     kernel_names = kernel_name_ids(inputs.strings, kernels, name_mode(options))
     ranges = links.ranges

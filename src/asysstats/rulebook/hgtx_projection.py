@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from asysstats.analysis.correlate import Projection, correlate, ppu_activities, project
+from asysstats.analysis.correlate import Anchors, Projection, ppu_activities, projected
 from asysstats.analysis.declarations import (
     DEVICE,
     NO_GRAPH_MAPPING,
@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 
 RANGE_CELLS = ("rangeId", "name", "style", "globalTid", "pid", "tid", "start", "end", "level", "parentId",
                "children")
+SUM_RANGE_CELLS = ("name", "style", "start", "end", "level", "children")  # what the summary prints of a range
 READS = merged_reads(HGTX_READS, ACTIVITY_READS, CORRELATE_READS)
 
 
@@ -60,35 +61,40 @@ class SumOptions(Options):
     no_graph_mapping: bool = NO_GRAPH_MAPPING.field()
 
 
-def projected_ranges(inputs: Inputs, options: TraceOptions) -> tuple[EventTable, Projection, EventTable]:
-    """The selected ranges that have a projection, their projections, and the activities."""
+def projected_ranges(inputs: Inputs, options: TraceOptions, columns: tuple[str, ...] = RANGE_CELLS
+                     ) -> tuple[EventTable, Projection, int]:
+    """The ``columns`` of the selected ranges that have a projection, their projections, and
+    the span of the activities, first start to last end (0 without activities)."""
     inputs.require("kernels", "memcpy", "memset")
     ranges = load_ranges(inputs, RANGE_CELLS)
     ranges = ranges.take(name_filter(inputs, ranges["name"], options.range_include, options.range_exclude))
-    activities = ppu_activities(inputs, options.device)
-    proj = project(correlate(inputs, ranges, activities, not options.no_graph_mapping),
-                   activities, ranges.rows)
+    with inputs.transient():  # the activity and call tables: what the projection needs is copied out
+        activities = ppu_activities(inputs, options.device)
+        anchors = Anchors(inputs, activities, not options.no_graph_mapping)
+        activities = EventTable({column: activities[column] for column in ("start", "end")})
+    span = 0 if activities.rows == 0 else \
+        int(np.maximum(activities["end"], activities["start"]).max() - activities["start"].min())
+    proj = projected(anchors, ranges, activities)
+    del anchors, activities
     keep = proj.count > 0
-    return ranges.take(keep), Projection(*(getattr(proj, f)[keep] for f in ("count", "start", "end", "active"))), \
-        activities
+    return EventTable({column: ranges[column] for column in columns}).take(keep), \
+        Projection(*(getattr(proj, f)[keep] for f in ("count", "start", "end", "active"))), span
 
 
-def analysis_length(inputs: Inputs, activities: EventTable, mode: str) -> int:
-    """Length of the PPU-side analysis range: first to last activity, or the full range."""
+def analysis_length(inputs: Inputs, span: int, mode: str) -> int:
+    """Length of the PPU-side analysis range: ``span``, first to last activity, or the full range."""
     if mode == "full":
         lo, hi = inputs.full_range()
         return hi - lo
-    if activities.rows == 0:
-        return 0
-    return int(np.maximum(activities["end"], activities["start"]).max() - activities["start"].min())
+    return span
 
 
 def proj_sum(inputs: Inputs, options: SumOptions) -> Frame:
-    ranges, proj, activities = projected_ranges(inputs, options.like(TraceOptions))
+    ranges, proj, span = projected_ranges(inputs, options.like(TraceOptions), SUM_RANGE_CELLS)
     groups, stats = grouped_stats([ranges["name"], ranges["style"]], proj.end - proj.start)
     label = groups.label()
     active = covered_length_by_group(label, proj.start, proj.end, groups.count)
-    in_use = share_percent(active, analysis_length(inputs, activities, options.range_mode))
+    in_use = share_percent(active, analysis_length(inputs, span, options.range_mode))
 
     def mean(values: np.ndarray) -> np.ndarray:
         return np.bincount(label, weights=values, minlength=groups.count) / np.maximum(stats["count"], 1)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from asysstats.analysis.correlate import activity_table, correlate, ppu_activities, project
+from asysstats.analysis.correlate import Anchors, activity_table, ppu_activities, projected
 from asysstats.analysis.declarations import DEVICE, NO_GRAPH_MAPPING, ROWS, Option, Options, Rule, merged_reads
 from asysstats.analysis.hgtx import load_ranges
 from asysstats.analysis.inputs import Inputs
@@ -98,8 +98,7 @@ def step_sum(inputs: Inputs, options: StepOptions) -> Frame:
     ranges = ranges.take(np.lexsort((ranges["end"], ranges["start"], ranges["globalTid"])))
     activities = ppu_activities(inputs, options.device)
     communication = communication_mask(inputs, activities, options)
-    proj = project(correlate(inputs, ranges, activities, not options.no_graph_mapping),
-                   activities, ranges.rows)
+    proj = projected(Anchors(inputs, activities, not options.no_graph_mapping), ranges, activities)
     start, end = step_windows(ranges, proj.end, proj.count > 0)
     times = np.zeros((len(BUCKETS), ranges.rows), np.int64)
     for pid in distinct_sorted(np.sort(ranges["pid"])):
