@@ -17,7 +17,8 @@ and keeps the best seconds of the scan, the cold and the warm run (on a shared m
 runs least slowed by others) and the largest RSS. The report is read once first, into the OS page
 cache, where the scans find it. For a trace rule the output's bytes matter: each run also times a
 plain write of as many bytes to the same disk, and the last two ratios take it off. Writes the
-table to bench/out/run_<report>.md as well. Several scales (``--scale 287,1434``) run each rule's
+table to bench/out/run_<report>.md as well; with ``--rules``, the rows of those rules replace theirs
+in the table there (the other rows stay as measured before). Several scales (``--scale 287,1434``) run each rule's
 rounds on every report in turn, so that the tables of issue 31's linear growth (``bench/targets.py``)
 come from runs minutes apart, not hours: this machine's speed drifts by tens of percent between hours.
 """
@@ -279,8 +280,22 @@ def main() -> None:
                 lines[report].append(table_row(rule.name, report, rounds[report], floor, base, cold_base))
                 print(lines[report][-1], flush=True)
     for report in reports:
-        (OUT / f"run_{report.stem}.md").write_text("\n".join(lines[report]) + "\n")
+        target = OUT / f"run_{report.stem}.md"
+        table = merged(target.read_text().splitlines(), lines[report]) if args.rules and target.exists() \
+            else lines[report]
+        target.write_text("\n".join(table) + "\n")
         print("\n".join(lines[report][:2]))
+
+
+def merged(table: list[str], fresh: list[str]) -> list[str]:
+    """``table`` (a run file's lines) with the rule rows of ``fresh`` in place of its rows of the
+    same rules, and those it lacks at its end: a run of a few rules updates the whole table."""
+    def rule(line: str) -> str | None:
+        return line.split("|")[1].strip() if line.startswith("| ") and not line.startswith(HEAD[:8]) else None
+
+    rows = {rule(line): line for line in fresh if rule(line)}
+    kept = [rows.pop(rule(line), line) if rule(line) else line for line in table]
+    return kept + list(rows.values())
 
 
 if __name__ == "__main__":
