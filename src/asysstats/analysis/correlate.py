@@ -23,7 +23,7 @@ from asysstats.analysis.hgtx import find_filter_range, trusted
 from asysstats.analysis.launches import launch_rows, runtime_calls
 from asysstats.analysis.reads import ACTIVITY_COLUMNS, NODE_COLUMNS, PPU_KINDS
 from asysstats.compute.distinct import distinct_sorted
-from asysstats.compute.intervals import covered_length_sorted, enclosing_pairs, group_order
+from asysstats.compute.intervals import covered_length_sorted, enclosing_pairs, group_order, group_slices
 from asysstats.compute.keys import lookup, pair_key
 from asysstats.core.tables import EventTable, empty_table, in_window
 
@@ -130,11 +130,6 @@ class Points:
         rows = np.flatnonzero(keep)
         return Points(self.activity[rows], self.thread[rows], self.time[rows])
 
-    def held(self, thread: int, start: np.ndarray, end: np.ndarray) -> np.ndarray:
-        """How many points of ``thread`` each ``[start, end)`` holds."""
-        times = np.sort(self.time[self.thread == thread])
-        return np.searchsorted(times, end) - np.searchsorted(times, start)
-
 
 class Anchors:
     """Where activities sit among ranges (docs/decisions.md D11): each at the start of its launch
@@ -152,9 +147,13 @@ class Anchors:
             self.created = Points.at(nodes, creation_rows(nodes, activities))
         self.activities = activities.rows
 
+    def points(self) -> list[Points]:
+        """The anchors of each kind: launch calls, then graph node creations (with graph mapping)."""
+        return [self.launched] if self.created is None else [self.launched, self.created]
+
     def fit(self) -> bool:
         """Whether every anchor fits in one pass (:data:`SET_ANCHORS`)."""
-        return sum(len(p.thread) for p in (self.launched, self.created) if p is not None) <= SET_ANCHORS
+        return sum(len(found.thread) for found in self.points()) <= SET_ANCHORS
 
     def thread_sets(self, threads: np.ndarray) -> list[np.ndarray] | None:
         """The distinct ``threads`` (of ranges) in sets holding at most :data:`SET_ANCHORS` anchors
@@ -162,7 +161,7 @@ class Anchors:
         once) when all the anchors fit in one."""
         if self.fit():
             return None
-        anchored, count = np.unique(np.concatenate([p.thread for p in (self.launched, self.created) if p is not None]),
+        anchored, count = np.unique(np.concatenate([found.thread for found in self.points()]),
                                     return_counts=True)
         threads = distinct_sorted(np.sort(threads))
         at = np.minimum(np.searchsorted(anchored, threads), len(anchored) - 1)
@@ -184,14 +183,12 @@ class Anchors:
         range's own: a thread holds more links than one set should."""
         if self.fit() or ranges.rows == 0:
             return None
-        points = [p for p in (self.launched, self.created) if p is not None]
         tid, start, end = ranges["globalTid"], ranges["start"], ranges["end"]
         order = group_order(tid)
-        cuts = np.flatnonzero(tid[order][1:] != tid[order][:-1]) + 1
         links = np.zeros(ranges.rows, np.int64)
-        for rows in np.split(order, cuts):  # a loop over threads
-            for found in points:
-                links[rows] += found.held(int(tid[rows[0]]), start[rows], end[rows])
+        for found in self.points():
+            for rows, _, times in group_slices(tid, order, found.thread, found.time):  # a loop over threads
+                links[rows] += np.searchsorted(times, end[rows]) - np.searchsorted(times, start[rows])
         total = np.cumsum(links[order])
         bounds = np.searchsorted(total, np.arange(SET_LINKS, int(total[-1]), SET_LINKS), "right")
         return [rows for rows in np.split(order, distinct_sorted(bounds)) if len(rows)]
