@@ -306,17 +306,19 @@ def test_enclosing_pairs(ranges, points):
 @SETTINGS
 @given(st.lists(st.tuples(st.integers(0, 2), times, st.integers(0, 25), st.integers(0, 3)), max_size=15),
        st.lists(st.tuples(st.integers(0, 2), times), max_size=20))
-def test_innermost_enclosing(ranges, points):
+def test_innermost_and_outermost_enclosing(ranges, points):
     rg, rs, length, tie = (np.array([r[i] for r in ranges], dtype=np.int64) for i in range(4))
     pg, pt = (np.array([p[i] for p in points], dtype=np.int64) for i in range(2))
-    got = intervals.innermost_enclosing(rg, rs, rs + length, tie, pg, pt)
-    for j, (h, t) in enumerate(points):  # brute force: latest start, earliest end, highest tie
-        holding = [(s, -d, k) for i, (g, s, d, k) in enumerate(ranges) if g == h and s <= t < s + d]
+    inner = intervals.innermost_enclosing(rg, rs, rs + length, tie, pg, pt)
+    outer = intervals.outermost_enclosing(rg, rs, rs + length, tie, pg, pt)
+    for j, (h, t) in enumerate(points):
+        holding = [(s, -d, k, i) for i, (g, s, d, k) in enumerate(ranges) if g == h and s <= t < s + d]
+        assert outer[j] == (min(holding)[3] if holding else -1)  # earliest start, latest end, lowest tie, index
         if not holding:
-            assert got[j] == -1
-        else:
-            g, s, d, k = ranges[got[j]]
-            assert g == h and s <= t < s + d and (s, -d, k) == max(holding)
+            assert inner[j] == -1
+        else:  # latest start, earliest end, highest tie (any of equal ranges)
+            g, s, d, k = ranges[inner[j]]
+            assert g == h and s <= t < s + d and (s, -d, k) == max(holding)[:3]
 
 
 def test_innermost_enclosing_timeline():

@@ -6,29 +6,43 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from asysstats.analysis.correlate import Pairs
-from asysstats.analysis.operators.analysis import outer_order, outermost
+from asysstats.analysis.correlate import Points
+from asysstats.analysis.operators.analysis import outermost
 from asysstats.core.tables import EventTable
 
-ranges = st.lists(st.tuples(st.integers(0, 4), st.integers(0, 4), st.integers(0, 2), st.integers(0, 2)),
-                  min_size=1, max_size=8)  # start, length, rangeId, class
+ranges = st.lists(st.tuples(st.integers(0, 1), st.integers(0, 4), st.integers(0, 4), st.integers(0, 2),
+                            st.integers(0, 2)), min_size=1, max_size=8)  # thread, start, length, rangeId, class
+anchor = st.none() | st.tuples(st.integers(0, 1), st.integers(0, 8))  # thread, time
+
+
+class Placed:
+    """Anchors as :class:`asysstats.analysis.correlate.Anchors` lists them: launch calls, then creations."""
+
+    def __init__(self, kinds: list[list]) -> None:
+        self.kinds = [Points(*(np.array([p[i] for p in kind], dtype=np.int64) for i in range(3))) for kind in kinds]
+
+    def points(self) -> list[Points]:
+        return self.kinds
 
 
 @settings(max_examples=300, deadline=None)
-@given(ranges, st.data())
-def test_outermost_is_the_earliest_start_then_latest_end_then_lowest_id(items, data) -> None:
-    start = np.array([s for s, _, _, _ in items], dtype=np.int64)
-    ops = EventTable({"start": start, "end": start + [n for _, n, _, _ in items],
-                      "rangeId": np.array([i for _, _, i, _ in items], dtype=np.int64)})
-    klass = np.array([c for _, _, _, c in items], dtype=np.int64)
-    links = data.draw(st.lists(st.tuples(st.integers(0, len(items) - 1), st.integers(0, 3), st.booleans()),
-                               max_size=12))  # (range row, activity, via graph); repeats allowed
-    pairs = Pairs(*(np.array([p[i] for p in links], dtype=np.int64 if i < 2 else bool) for i in range(3)))
-    out = outermost(pairs, outer_order(pairs, ops), klass, 4, (0, 1, 2))
+@given(ranges, st.lists(st.tuples(anchor, anchor), min_size=1, max_size=4))
+def test_outermost_is_the_earliest_start_then_latest_end_then_lowest_id(items, activities) -> None:
+    """A range holding an activity's launch call links it directly, one holding only its graph
+    node's creation by graph mapping; the outermost of them wins, a direct link on a tie."""
+    thread, start, length, range_id, klass = (np.array([r[i] for r in items], dtype=np.int64) for i in range(5))
+    ops = EventTable({"globalTid": thread, "start": start, "end": start + length, "rangeId": range_id})
+    launched = [(a, *launch) for a, (launch, _) in enumerate(activities) if launch]
+    created = [(a, *creation) for a, (_, creation) in enumerate(activities) if creation]
+    out = outermost(Placed([launched, created]), ops, klass, len(activities), (0, 1, 2))
+
+    def holds(row: int, at) -> bool:
+        return at is not None and at[0] == thread[row] and start[row] <= at[1] < start[row] + length[row]
+
     for k in (0, 1, 2):
-        for act in range(4):
-            found = [(ops["start"][r], -ops["end"][r], ops["rangeId"][r], n, r, g)
-                     for n, (r, a, g) in enumerate(links) if a == act and klass[r] == k]
+        for act, (launch, creation) in enumerate(activities):
+            found = [(start[r], -length[r] - start[r], range_id[r], not holds(r, launch), r)
+                     for r in range(len(items)) if klass[r] == k and (holds(r, launch) or holds(r, creation))]
             best = min(found) if found else None
             assert out[k][act] == (best[4] if best else -1)
-            assert out[k, "graph"][act] == (best[5] if best else False)
+            assert out[k, "graph"][act] == (bool(best[3]) if best else False)

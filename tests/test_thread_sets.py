@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from unittest import mock
 
+import numpy as np
 import pytest
 
 import asysstats
@@ -82,11 +83,33 @@ def test_ranges_are_set_by_their_links(tmp_path: Path):
         assert [getattr(by_set, f).tolist() for f in ("count", "start", "end", "active")] == \
             [getattr(whole, f).tolist() for f in ("count", "start", "end", "active")]
     assert whole.count[names.index("A")] == 3 and whole.active[names.index("C")] == 6  # 55..58, 65..68
+    with mock.patch.object(correlate, "SET_ANCHORS", 1), mock.patch.object(correlate, "SET_LINKS", 1):
+        assert same_pairs(anchors.all_pairs(ranges), anchors.pairs(ranges))
+
+
+def same_pairs(one: correlate.Pairs, other: correlate.Pairs) -> bool:
+    return all(np.array_equal(getattr(one, f), getattr(other, f)) for f in ("range_row", "activity_row", "via_graph"))
+
+
+@pytest.mark.parametrize("links", [1, 50, 4000])
+def test_pairs_by_sets_come_in_the_order_of_one_pass(links: int):
+    """The bundled sample's ranges linked by sets of ranges: the same pairs, direct and graph-mapped,
+    in the same order as one pass (the order that ties between equal ranges follow)."""
+    inputs = Inputs(SqliteReport(SAMPLE))
+    ranges = all_ranges(inputs)
+    anchors = correlate.Anchors(inputs, correlate.ppu_activities(inputs))
+    whole = anchors.pairs(ranges)
+    with mock.patch.object(correlate, "SET_ANCHORS", 1), mock.patch.object(correlate, "SET_LINKS", links):
+        assert len(anchors.range_sets(ranges) or []) > 1
+        by_set = anchors.all_pairs(ranges)
+    assert whole.via_graph.any() and not whole.via_graph.all()
+    assert same_pairs(by_set, whole)
 
 
 VARIANTS = [("hgtx_kern_sum", {}), ("hgtx_kern_sum", {"standalone": True, "no_graph_mapping": True}),
             ("hgtx_kern_sum", {"standalone": True, "range_exclude": ".*"}),
-            ("hgtx_ppu_proj_sum", {}), ("hgtx_ppu_proj_trace", {}), ("hgtx_step_sum", {"range": ".*"})]
+            ("hgtx_ppu_proj_sum", {}), ("hgtx_ppu_proj_trace", {}), ("hgtx_step_sum", {"range": ".*"}),
+            ("ppu_op_sum", {}), ("ppu_op_trace", {}), ("ppu_op_breakdown", {}), ("moe_op_sum", {})]
 REPORTS = [SAMPLE, *(NSYS_CORPUS / f"{name}.sqlite" for name in ("fuser_nvtx_2025", "memfusion", "pipit_saxpy_mpi"))]
 
 
@@ -103,5 +126,5 @@ def test_rules_give_the_same_rows_a_thread_at_a_time(path: Path):
             by_thread = report.stats(rule, **options)
         assert by_thread.equals(whole), (rule, options)
         rows.append(whole.num_rows)
-    if path == SAMPLE:  # linked, standalone kernels, projections: each variant has rows to compare
-        assert rows == [3980, 3948, 88, 676, 4008, 4013]
+    if path == SAMPLE:  # linked, standalone kernels, projections, operators: each variant has rows to compare
+        assert rows == [3980, 3948, 88, 676, 4008, 4013, 30, 3680, 31, 2]

@@ -193,6 +193,20 @@ class Anchors:
         bounds = np.searchsorted(total, np.arange(SET_LINKS, int(total[-1]), SET_LINKS), "right")
         return [rows for rows in np.split(order, distinct_sorted(bounds)) if len(rows)]
 
+    def all_pairs(self, ranges: EventTable) -> Pairs:
+        """:meth:`pairs` of every range, a set of ranges at a time past one pass (:meth:`range_sets`),
+        in the order one pass gives: a set's ranges are whole threads' runs in row order, so its
+        direct pairs, then those of the next sets, then every set's graph-mapped ones, are that order."""
+        sets = self.range_sets(ranges)
+        if sets is None:
+            return self.pairs(ranges)
+        parts = []
+        for rows in sets:
+            own = EventTable({column: ranges[column][rows] for column in ("globalTid", "start", "end")})
+            found = self.pairs(own, distinct_sorted(np.sort(own["globalTid"])))
+            parts.append(Pairs(rows[found.range_row], found.activity_row, found.via_graph))
+        return in_pass_order(parts)
+
     def pairs(self, ranges: EventTable, threads: np.ndarray | None = None) -> Pairs:
         """Every (range, activity) pair of the ranges on ``threads`` (all when None); a pair
         found both ways is direct. Range rows are those of ``ranges``."""
@@ -226,6 +240,25 @@ def correlate(inputs: "Inputs", ranges: EventTable, activities: EventTable, grap
     """Every (range, activity) pair of docs/decisions.md D11 (:class:`Anchors`), at once.
     ``launch``: the activities' :func:`launch_rows`, when the caller has them."""
     return Anchors(inputs, activities, graph_mapping, launch).pairs(ranges)
+
+
+def in_pass_order(parts: list[Pairs]) -> Pairs:
+    """The pairs of several sets as one: the direct pairs of each (they come first in a set),
+    then the graph-mapped ones. Each set is let go once copied (``parts`` is emptied), so that
+    the copy grows as the sets go."""
+    direct = [int(np.count_nonzero(~part.via_graph)) for part in parts]
+    total = sum(len(part.range_row) for part in parts)
+    out = Pairs(np.empty(total, np.int64), np.empty(total, np.int64), np.zeros(total, dtype=bool))
+    at_direct, at_graph = 0, sum(direct)
+    for count in direct:
+        part = parts.pop(0)
+        graph = len(part.range_row) - count
+        for mine, theirs in ((out.range_row, part.range_row), (out.activity_row, part.activity_row)):
+            mine[at_direct:at_direct + count] = theirs[:count]
+            mine[at_graph:at_graph + graph] = theirs[count:]
+        out.via_graph[at_graph:at_graph + graph] = True
+        at_direct, at_graph = at_direct + count, at_graph + graph
+    return out
 
 
 def sorted_member(pool: np.ndarray, values: np.ndarray) -> np.ndarray:

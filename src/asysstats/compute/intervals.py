@@ -84,9 +84,12 @@ def covered_length_sorted(group: np.ndarray, starts: np.ndarray, ends: np.ndarra
     reach = running_max_by_segment(g, e)
     new = np.ones(len(g), dtype=bool)
     new[1:] = (g[1:] != g[:-1]) | (s[1:] > reach[:-1])
-    first = np.flatnonzero(new)
-    last = np.append(first[1:], len(g)) - 1
-    np.add.at(out, g[first], reach[last] - s[first])
+    first = np.flatnonzero(new)  # where each segment of a group's union begins
+    length = reach[np.append(first[1:], len(g)) - 1]
+    length -= s[first]
+    owner = g[first]
+    begins = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])  # a group's segments are consecutive
+    out[owner[begins]] = np.add.reduceat(length, begins)
     return out
 
 
@@ -247,15 +250,49 @@ def innermost_enclosing(range_group: np.ndarray, range_start: np.ndarray, range_
     return found
 
 
-def group_slices(range_group: np.ndarray, range_order: np.ndarray, point_group: np.ndarray, point_time: np.ndarray
-                 ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+def outermost_enclosing(range_group: np.ndarray, range_start: np.ndarray, range_end: np.ndarray,
+                        range_tie: np.ndarray, point_group: np.ndarray, point_time: np.ndarray,
+                        range_order: np.ndarray | None = None, point_order: np.ndarray | None = None) -> np.ndarray:
+    """Per point, the index of the outermost range of its group that holds it
+    (``start <= time < end``): the earliest start, then the latest end, then the lowest
+    ``range_tie`` (then the lowest index); -1 when none does. ``range_order`` (from
+    :func:`outer_first`) and ``point_order`` (from :func:`group_time_order`), when the caller
+    asks for several sets of ranges or points.
+
+    In that order, the running maximum of a group's range ends first passes a point's time at
+    the outermost range holding it, if that range has begun by then: every holder's end passes
+    the time, and the range that first lifts the maximum past it ends after it. One binary
+    search per point; a loop over groups, never over events."""
+    range_group = np.asarray(range_group, dtype=np.int64)
+    range_start = np.asarray(range_start, dtype=np.int64)
+    range_end = np.asarray(range_end, dtype=np.int64)
+    found = np.full(len(point_time), -1, np.int64)
+    if range_order is None:
+        range_order = outer_first(range_group, range_start, range_end, range_tie)
+    for ranges, points, times in group_slices(range_group, range_order, point_group, point_time, point_order):
+        first = np.searchsorted(np.maximum.accumulate(range_end[ranges]), times, "right")
+        held = first < len(ranges)
+        held[held] = range_start[ranges[first[held]]] <= times[held]
+        found[points[held]] = ranges[first[held]]
+    return found
+
+
+def outer_first(range_group: np.ndarray, range_start: np.ndarray, range_end: np.ndarray,
+                range_tie: np.ndarray) -> np.ndarray:
+    """The ranges by group, each group's outermost first: by start, then end descending, then tie."""
+    by_depth = tie_order(range_start, lambda rows: (range_tie[rows], -range_end[rows]))
+    return by_depth[group_order(np.asarray(range_group, dtype=np.int64)[by_depth])]
+
+
+def group_slices(range_group: np.ndarray, range_order: np.ndarray, point_group: np.ndarray, point_time: np.ndarray,
+                 point_order: np.ndarray | None = None) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """Per group that has both ranges and points: its ranges (indices, in the order of
     ``range_order``, which lists the ranges by group), its points (indices) and their times, in
-    time order. ``range_group`` is int64."""
+    time order (``point_order``: :func:`group_time_order`, when known). ``range_group`` is int64."""
     point_group = np.asarray(point_group, dtype=np.int64)
     point_time = np.asarray(point_time, dtype=np.int64)
     rg_sorted = range_group[range_order]
-    p_order = group_time_order(point_group, point_time)
+    p_order = group_time_order(point_group, point_time) if point_order is None else point_order
     pg_sorted, pt_sorted = point_group[p_order], point_time[p_order]
     for g in np.intersect1d(distinct_sorted(rg_sorted), distinct_sorted(pg_sorted), assume_unique=True):
         lo, hi = np.searchsorted(pg_sorted, g, "left"), np.searchsorted(pg_sorted, g, "right")

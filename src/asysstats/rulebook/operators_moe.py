@@ -57,10 +57,9 @@ def moe_ranges(an: Analysis) -> np.ndarray:
 def gemm_units(an: Analysis) -> np.ndarray:
     """Per activity its GEMM unit: the innermost GEMM library range (a row of ``an.ops``),
     else ``ops.rows + activity`` for a GEMM or MoE kernel, else -1."""
-    ops, pairs = an.ops, an.pairs
-    gemm = an.parsed.column(lambda p: p.family == "gemm", False, bool)
-    keep = gemm[an.op("parsed", pairs.range_row)] if len(pairs.range_row) else np.zeros(0, dtype=bool)
-    r, a = pairs.range_row[keep], pairs.activity_row[keep]
+    ops = an.ops
+    pairs = an.pairs_of(an.ranges_where(an.parsed.column(lambda p: p.family == "gemm", False, bool)))
+    r, a = pairs.range_row, pairs.activity_row
     order = np.lexsort((-ops["start"][r], a))
     r, a = r[order], a[order]
     first = np.r_[True, a[1:] != a[:-1]] if len(a) else np.zeros(0, dtype=bool)
@@ -74,9 +73,9 @@ def gemm_units(an: Analysis) -> np.ndarray:
 
 def moe_frame(inputs: Inputs, options: MoeOptions) -> Frame:
     an = analyse(inputs, options.like(AnalysisOptions))
-    acts, pairs = an.acts, an.pairs
-    rows = moe_ranges(an)
-    member = np.isin(pairs.range_row, rows) & (acts["kind"][pairs.activity_row] == 0)
+    acts = an.acts
+    pairs = an.pairs_of(moe_ranges(an))
+    member = acts["kind"][pairs.activity_row] == 0
     r, a = pairs.range_row[member], pairs.activity_row[member]
     inst_raw = instance_ids(an, r, pairs.via_graph[member], a)
     inst_ids, inst = np.unique(inst_raw, return_inverse=True)

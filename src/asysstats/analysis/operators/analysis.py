@@ -1,7 +1,7 @@
 """One report's operators: recognised ranges, their PPU activities, and who claims each activity.
 
-Ranges recognised as operators are correlated with PPU activities by
-:func:`asysstats.analysis.correlate.correlate` (docs/decisions.md D11; graph mapping unless
+Ranges recognised as operators are correlated with the PPU activities whose anchors they hold
+(:class:`asysstats.analysis.correlate.Anchors`, docs/decisions.md D11; graph mapping unless
 ``no-graph-mapping``). For every activity the analysis keeps, per claim class (custom
 hgtx rule, library, framework) and per layer (framework, library), the *outermost*
 correlated operator range (earliest start, then latest end). The flat rules let one
@@ -33,12 +33,12 @@ from typing import Any
 
 import numpy as np
 
-from asysstats.analysis.correlate import Pairs, correlate
+from asysstats.analysis.correlate import Anchors, Pairs
 from asysstats.analysis.declarations import merged_reads
 from asysstats.analysis.hgtx import all_ranges
 from asysstats.analysis.inputs import Inputs
 from asysstats.analysis.launches import launch_rows, runtime_calls
-from asysstats.analysis.operators.activities import ACTIVITY_READS, load_activities, range_filter
+from asysstats.analysis.operators.activities import ACTIVITY_READS, load_activities, range_filter, with_shown_columns
 from asysstats.analysis.operators.catalog import FRAMEWORK, LIBRARY, OTHERS
 from asysstats.analysis.operators.common import AnalysisOptions
 from asysstats.analysis.operators.merge import joined_ids, parsed_ids
@@ -55,7 +55,7 @@ from asysstats.analysis.operators.recognise import (
 from asysstats.analysis.reads import CORRELATE_READS, DEVICE_READS, HGTX_READS, KIND_READS
 from asysstats.compute.distinct import distinct
 from asysstats.compute.grouped import dense_group_ids
-from asysstats.compute.intervals import enclosing_pairs
+from asysstats.compute.intervals import enclosing_pairs, group_time_order, outer_first, outermost_enclosing
 from asysstats.core.tables import EventTable
 
 RANGE_COLUMNS = ("rangeId", "globalTid", "start", "end")  # what the operator rules read of a range
@@ -72,15 +72,16 @@ class Analysis:
     (row of ``texts``; -1: no operator); ``texts``: per operator text ``parsed`` (index into
     ``parsed``), ``type``/``key``/``display`` ids, ``layer``, ``claim`` and the work columns
     (a merged prefill+decode pair adds one); ``merged_into``: each range's operator (itself,
-    or its prefill partner); ``pairs``: every correlated (operator range, activity) pair.
-    :attr:`by_claim` and :attr:`by_layer` hold the outermost operator ranges."""
+    or its prefill partner); ``anchors``: where the activities sit among the ranges.
+    :attr:`by_claim` and :attr:`by_layer` hold the outermost operator ranges, :attr:`pairs`
+    every correlated (operator range, activity) pair, each made when first read."""
 
     inputs: Inputs
     acts: EventTable
     ops: EventTable
     texts: EventTable
     parsed: Recognised
-    pairs: Pairs
+    anchors: Anchors
     merged_into: np.ndarray
     types: TypeFilter
 
@@ -115,7 +116,19 @@ class Analysis:
     def _outermost(self, column: str, classes: tuple) -> dict[Any, np.ndarray]:
         entry = self.ops["entry"]
         klass = np.where(entry >= 0, self.texts[column][entry], -1) if self.texts.rows else np.full(len(entry), -1)
-        return outermost(self.pairs, outer_order(self.pairs, self.ops), klass, self.acts.rows, classes)
+        return outermost(self.anchors, self.ops, klass, self.acts.rows, classes)
+
+    @functools.cached_property
+    def pairs(self) -> Pairs:
+        """Every correlated (operator range, activity) pair: read by the rooflines, not by the flat rules."""
+        return self.pairs_of(np.flatnonzero(self.ops["entry"] >= 0))
+
+    def pairs_of(self, rows: np.ndarray) -> Pairs:
+        """The correlated pairs of the operator ranges ``rows`` (ascending), as :attr:`pairs` lists
+        them (:meth:`Anchors.all_pairs`)."""
+        ranges = EventTable({k: self.ops[k][rows] for k in ("globalTid", "start", "end")})
+        found = self.anchors.all_pairs(ranges)
+        return Pairs(rows[found.range_row], found.activity_row, found.via_graph)
 
 
 def analyse(inputs: Inputs, options: AnalysisOptions, mode: str = "demangled") -> Analysis:
@@ -132,8 +145,9 @@ def analysed(inputs: Inputs, options: AnalysisOptions, mode: str) -> Analysis:
     types = type_filter(options.op, rules)  # what the rules list; every type is recognised
     every_type = type_filter(None, rules)
     graph = not options.no_graph_mapping
+    all_ranges(inputs)  # a cold run builds the ranges before it loads the activities: one peak, then the other
     with inputs.transient():
-        every = load_activities(inputs, options.device, mode)
+        every = load_activities(inputs, options.device)
         launch = launch_rows(runtime_calls(inputs), every)
         keep = range_filter(inputs, every, options, graph, launch)
         acts = every.take(keep)
@@ -142,13 +156,13 @@ def analysed(inputs: Inputs, options: AnalysisOptions, mode: str) -> Analysis:
                                          every_type)
         acts = acts.with_columns(ktype=ktype, kcustom=kcustom)
         ops, texts, parsed = operator_ranges(inputs, rules, every_type, options)
-        pairs = operator_pairs(inputs, ops, acts, graph, launch[keep])
+        anchors = Anchors(inputs, acts, graph, launch[keep])
         acts = EventTable({k: v for k, v in acts.items() if k != "graphNodeId"})  # read by the correlation only
         merged_into = np.arange(ops.rows)
         if not options.no_merge_flash_attention_prefill_decode_operator:
             ops, texts, merged_into = merge_prefill_decode(inputs, ops, texts, parsed, launch)
         del launch
-    return Analysis(inputs, acts, ops, texts, parsed, pairs, merged_into, types)
+    return Analysis(inputs, with_shown_columns(inputs, acts, mode), ops, texts, parsed, anchors, merged_into, types)
 
 
 def operator_ranges(inputs: Inputs, rules: tuple, types: TypeFilter,
@@ -166,14 +180,6 @@ def operator_ranges(inputs: Inputs, rules: tuple, types: TypeFilter,
     return EventTable({**{k: ranges[k] for k in RANGE_COLUMNS}, "entry": entry}), EventTable(texts), parsed
 
 
-def operator_pairs(inputs: Inputs, ops: EventTable, acts: EventTable, graph: bool, launch: np.ndarray) -> Pairs:
-    """The correlated (operator range, activity) pairs (``launch``: the activities' launching calls)."""
-    rows = np.flatnonzero(ops["entry"] >= 0)
-    ranges = ops if len(rows) == ops.rows else EventTable({k: ops[k][rows] for k in ("globalTid", "start", "end")})
-    found = correlate(inputs, ranges, acts, graph, launch)
-    return found if ranges is ops else Pairs(rows[found.range_row], found.activity_row, found.via_graph)
-
-
 def ranges_where(ops: EventTable, texts: EventTable, per_text: np.ndarray) -> np.ndarray:
     """The rows of ``ops`` whose recognised text (index into ``parsed``) ``per_text`` marks."""
     entry = ops["entry"]
@@ -181,28 +187,47 @@ def ranges_where(ops: EventTable, texts: EventTable, per_text: np.ndarray) -> np
     return rows[per_text[texts["parsed"][entry[rows]]]]
 
 
-def outer_order(pairs: Pairs, ops: EventTable) -> np.ndarray:
-    """The pairs by activity, then outermost range first (earliest start, latest end, lowest
-    ``rangeId``); ties in pair order. Ranges are ranked once, so one two-key sort serves."""
-    rank, _ = dense_group_ids([ops["start"], -ops["end"], ops["rangeId"]])
-    return np.lexsort((rank[pairs.range_row], pairs.activity_row))
-
-
-def outermost(pairs: Pairs, order: np.ndarray, klass: np.ndarray, n_acts: int, classes: tuple) -> dict:
-    """Per class: for each activity the outermost correlated range of that class (-1 if
-    none), and under ``(class, "graph")`` whether only graph mapping links the two;
-    ``order`` is :func:`outer_order`."""
-    r, a, g = pairs.range_row[order], pairs.activity_row[order], pairs.via_graph[order]
-    c = klass[r]
-    out = {}
-    for k in classes:
-        pick = np.flatnonzero(c == k)
-        pick = pick[np.r_[True, a[pick[1:]] != a[pick[:-1]]]] if len(pick) else pick
-        out[k] = np.full(n_acts, -1, dtype=np.int64)
-        out[k, "graph"] = np.zeros(n_acts, dtype=bool)
-        out[k][a[pick]] = r[pick]
-        out[k, "graph"][a[pick]] = g[pick]
+def outermost(anchors: Anchors, ops: EventTable, klass: np.ndarray, n_acts: int, classes: tuple) -> dict:
+    """Per class: for each activity the outermost range of that class holding one of its anchors
+    (-1 if none): the earliest start, then the latest end, then the lowest ``rangeId`` (one per
+    range). Under ``(class, "graph")``: whether it holds only the graph node's creation, not the
+    launch call (the link is graph mapping's alone). Anchors and each class's ranges are
+    ordered once."""
+    members = [np.flatnonzero(klass == k) for k in classes]
+    ranges = [tuple(ops[c][rows] for c in ("globalTid", "start", "end", "rangeId")) for rows in members]
+    orders = [outer_first(*columns) for columns in ranges]
+    found = [np.full(n_acts, -1, dtype=np.int64) for _ in classes]
+    graph = [np.zeros(n_acts, dtype=bool) for _ in classes]
+    for kind, points in enumerate(anchors.points()):  # launch calls, then graph node creations
+        point_order = group_time_order(points.thread, points.time)
+        for rows, columns, order, outer, mapped in zip(members, ranges, orders, found, graph):
+            tid, start, end, range_id = columns
+            held = outermost_enclosing(tid, start, end, range_id, points.thread, points.time, order, point_order)
+            hit = np.flatnonzero(held >= 0)
+            act, candidate = points.activity[hit], rows[held[hit]]
+            if kind:
+                act, candidate = outer_than(ops, act, candidate, outer)
+                mapped[act] = True
+            outer[act] = candidate
+    out: dict[Any, np.ndarray] = {}
+    for k, outer, mapped in zip(classes, found, graph):
+        out[k], out[k, "graph"] = outer, mapped
     return out
+
+
+def outer_than(ops: EventTable, act: np.ndarray, candidate: np.ndarray,
+               found: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The activities ``act`` whose ``candidate`` range is strictly outer than the one ``found``
+    for them (or where none is), with those candidates."""
+    held = np.maximum(found[act], 0)
+    start, end, range_id = ops["start"], ops["end"], ops["rangeId"]
+    same = start[candidate] == start[held]
+    outer = start[candidate] < start[held]
+    outer |= same & (end[candidate] > end[held])
+    same &= end[candidate] == end[held]
+    outer |= same & (range_id[candidate] < range_id[held])
+    outer |= found[act] < 0
+    return act[outer], candidate[outer]
 
 
 def instance_ids(an: "Analysis", rows: np.ndarray, graph: np.ndarray, act: np.ndarray | None = None) -> np.ndarray:

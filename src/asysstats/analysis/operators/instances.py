@@ -81,13 +81,20 @@ def flat_instances(an: Analysis) -> Instances:
     rows, claim = claims(an)
     act = np.flatnonzero(claim >= 0)
     ids, label = distinct(claim[act])
+    del claim
     acts, operators = an.acts, an.texts.rows > 0
-    start, end = acts["start"][act], np.maximum(acts["end"][act], acts["start"][act])
+    start = acts["start"][act]
+    end = np.maximum(acts["end"][act], start)
     n = len(ids)
-    order = np.lexsort((acts["aid"][act], start, label))
-    head = order[np.r_[True, label[order][1:] != label[order][:-1]]] if len(order) else order
-    last_end = np.full(n, np.iinfo(np.int64).min, dtype=np.int64)
-    np.maximum.at(last_end, label, end)
+    order = np.lexsort((acts["aid"][act], start, label))  # each instance's activities, earliest first
+    first = np.zeros(n + 1, np.int64)
+    np.cumsum(np.bincount(label, minlength=n), out=first[1:])
+    start, end = start[order], end[order]
+    active = covered_length_sorted(np.repeat(np.arange(n), np.diff(first)), start, end, n)
+    last_end = np.maximum.reduceat(end, first[:-1]) if n else end[:0]
+    del end
+    head = order[first[:-1]]
+    start = start[first[:-1]]
     kernel = act[head]  # the first activity of each instance
     source = rows[kernel]
     ranged = source >= 0
@@ -112,8 +119,7 @@ def flat_instances(an: Analysis) -> Instances:
 
     table = {"type": pick("type", ktype), "key": named("key"),
              "display": named("display"), "opid": pick("rangeId", acts["aid"][kernel]),
-             "start": start[head], "end": last_end,
-             "active": covered_length_sorted(label[order], start[order], end[order], n),
+             "start": start, "end": last_end, "active": active,
              "device": acts["deviceId"][kernel], "pid": acts["pid"][kernel], "source": source}
     # Such kernels share the framework operator's modelled work (most often it launched one).
     holder = np.maximum(framework, 0)
@@ -124,7 +130,7 @@ def flat_instances(an: Analysis) -> Instances:
         table[column] = pick(column, held).astype(np.float64)
     table["field"] = pick("field", np.where(inside, an.op("field", holder), DEFAULT_FIELD) if operators
                           else np.full(n, DEFAULT_FIELD))
-    every = Instances(EventTable(table), act, label, float((last_end - start[head]).sum()))
+    every = Instances(EventTable(table), act, label, float((last_end - start).sum()))
     return every.listed(an.listed(table["type"]))
 
 
