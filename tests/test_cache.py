@@ -224,6 +224,26 @@ def test_a_derived_table_is_read_back_as_built_without_the_loads_that_built_it(t
     assert len(used) == 1 and np.array_equal(again["length"], expected)
 
 
+def test_a_derived_tables_text_is_interned_when_first_read(tmp_path):
+    """Read back from the cache, a derived table's text columns wait until read (most rules read one
+    of the HGTX ranges' three), and then hold the texts built; a take keeps them waiting."""
+    path = tmp_path / "sample.asysrep"
+    shutil.copyfile(SAMPLE, path)
+
+    def built() -> EventTable:
+        kernels = report.load("kernels", ("start", "demangledName"))
+        return EventTable({"start": kernels["start"], "name": kernels["demangledName"]})
+
+    report = open_report(path)
+    cold = report.derived("names", ("start", "name"), ("name",), built)
+    again = open_report(path)
+    warm = again.derived("names", ("start", "name"), ("name",), built)
+    firsts = warm.take(np.arange(0, warm.rows, 2))
+    assert "name" not in warm._columns and "name" not in firsts._columns and list(warm) == ["start", "name"]
+    assert again.strings.texts(firsts["name"]).to_pylist() == report.strings.texts(cold["name"][::2]).to_pylist()
+    assert "name" in warm._columns and len(set(firsts["name"].tolist())) > 10  # made once, for the table and its take
+
+
 def text_column(values: list[str | None]) -> pa.ChunkedArray:
     """A dictionary-encoded text column of two chunks (of one dictionary, as a cache file holds)."""
     encoded = pc.dictionary_encode(from_texts(values))

@@ -52,14 +52,16 @@ class EventTable(Mapping[str, np.ndarray]):
 
     def take(self, index: np.ndarray) -> "EventTable":
         """Rows selected by a boolean mask or an index array; the table itself (no copy of its
-        columns) when a mask selects every row."""
+        columns) when a mask selects every row. Later columns stay later: made for these rows
+        when first read."""
         index = np.asarray(index)
         if index.dtype == np.bool_ and index.all():
             return self
-        return EventTable({name: values[index] for name, values in self._columns.items()})
+        return EventTable({name: values[index] for name, values in self._columns.items()},
+                          {name: _taken(self, name, index) for name in self._later})
 
     def with_columns(self, **columns: np.ndarray) -> "EventTable":
-        return EventTable({**self._columns, **columns})
+        return EventTable({**self._columns, **columns}, self._later)
 
     @staticmethod
     def concat(parts: list["EventTable"], columns: Sequence[str] | None = None) -> "EventTable":
@@ -69,6 +71,11 @@ class EventTable(Mapping[str, np.ndarray]):
         if len(parts) == 1:
             return parts[0] if columns is None else EventTable({n: parts[0][n] for n in names})
         return EventTable({n: np.concatenate([p[n] for p in parts]) for n in names})
+
+
+def _taken(table: EventTable, name: str, index: np.ndarray) -> Callable[[], np.ndarray]:
+    """A later column of ``table`` made for the rows ``index`` selects (and kept by ``table``)."""
+    return lambda: table[name][index]
 
 
 class LazyColumns(Mapping[str, np.ndarray]):

@@ -186,21 +186,24 @@ class SqliteReport:
         The columns are stored one at a time as read from what ``build`` returns (a
         :class:`LazyColumns` computes each then), the text columns last, once the tables loaded
         only to build them are dropped; the numbers are returned as the cache maps them (only
-        the columns read take memory), the text columns' ids as built."""
+        the columns read take memory), the text columns' ids as built, or from the cache interned
+        when first read."""
         if self._column_cache is None:
             return EventTable(build())
         table = f"derived{DERIVED_FORMAT}.{name}"
         types = dict.fromkeys(columns, np.dtype(np.int64))
-        found = self._column_cache.get_table(table, types, text, self.strings)
-        if found is None or len(found) != len(columns):
-            with self.transient():
-                built = build()
-                found = self._column_cache.put_table(table, ((c, built[c]) for c in columns if c not in text), text,
-                                                     self.strings)
-                texts = {c: built[c] for c in columns if c in text}
-                del built
-            found |= self._column_cache.put_table(table, texts.items(), text, self.strings)  # the ids as built
-            release_memory()
+        stored = self._column_cache.get_later(table, types, text, self.strings)
+        if stored is not None and len(stored[0]) + len(stored[1]) == len(columns):
+            numbers, later = stored
+            return EventTable(numbers, later) if numbers else EventTable({c: make() for c, make in later.items()})
+        with self.transient():
+            built = build()
+            found = self._column_cache.put_table(table, ((c, built[c]) for c in columns if c not in text), text,
+                                                 self.strings)
+            texts = {c: built[c] for c in columns if c in text}
+            del built
+        found |= self._column_cache.put_table(table, texts.items(), text, self.strings)  # the ids as built
+        release_memory()
         return EventTable(found)
 
     @contextlib.contextmanager
