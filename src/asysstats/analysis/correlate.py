@@ -202,10 +202,15 @@ class Anchors:
             return self.pairs(ranges)
         parts = []
         for rows in sets:
-            own = EventTable({column: ranges[column][rows] for column in ("globalTid", "start", "end")})
-            found = self.pairs(own, distinct_sorted(np.sort(own["globalTid"])))
+            found = self.pairs_within(ranges, rows)
             parts.append(Pairs(rows[found.range_row], found.activity_row, found.via_graph))
         return in_pass_order(parts)
+
+    def pairs_within(self, ranges: EventTable, rows: np.ndarray) -> Pairs:
+        """:meth:`pairs` of the ranges ``rows`` (a set of :meth:`range_sets`), with the anchors of
+        their threads alone; range rows are positions in ``rows``."""
+        own = EventTable({column: ranges[column][rows] for column in ("globalTid", "start", "end")})
+        return self.pairs(own, distinct_sorted(np.sort(own["globalTid"])))
 
     def pairs(self, ranges: EventTable, threads: np.ndarray | None = None) -> Pairs:
         """Every (range, activity) pair of the ranges on ``threads`` (all when None); a pair
@@ -327,9 +332,7 @@ def projected(anchors: Anchors, ranges: EventTable, activities: EventTable) -> P
     by_start = np.argsort(activities["start"], kind="stable")
     total = Projection(*(np.zeros(ranges.rows, np.int64) for _ in fields(Projection)))
     for rows in sets:
-        own = EventTable({column: ranges[column][rows] for column in ("globalTid", "start", "end")})
-        threads = distinct_sorted(np.sort(own["globalTid"]))
-        part = project(anchors.pairs(own, threads), activities, own.rows, by_start)
+        part = project(anchors.pairs_within(ranges, rows), activities, len(rows), by_start)
         for field in fields(Projection):
             getattr(total, field.name)[rows] = getattr(part, field.name)
         del part

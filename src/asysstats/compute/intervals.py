@@ -230,8 +230,7 @@ def innermost_enclosing(range_group: np.ndarray, range_start: np.ndarray, range_
     range_start = np.asarray(range_start, dtype=np.int64)
     range_end = np.asarray(range_end, dtype=np.int64)
     found = np.full(len(point_time), -1, np.int64)
-    by_depth = tie_order(range_start, lambda rows: (range_tie[rows], -range_end[rows]))  # innermost last
-    r_order = by_depth[group_order(range_group[by_depth])]  # by group, each in depth order
+    r_order = outer_first(range_group, range_start, range_end, range_tie)  # by group, innermost last
     for ranges, points, times in group_slices(range_group, r_order, point_group, point_time):
         starts, ends = range_start[ranges], range_end[ranges]
         last = np.searchsorted(starts, times, "right") - 1  # the last range started by each time
