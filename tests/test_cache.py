@@ -224,24 +224,46 @@ def test_a_derived_table_is_read_back_as_built_without_the_loads_that_built_it(t
     assert len(used) == 1 and np.array_equal(again["length"], expected)
 
 
+def kernel_names(report) -> EventTable:
+    """A derived table of the report's kernel starts and names (a text column)."""
+    def built() -> EventTable:
+        kernels = report.load("kernels", ("start", "demangledName"))
+        return EventTable({"start": kernels["start"], "name": kernels["demangledName"]})
+    return report.derived("names", ("start", "name"), ("name",), built)
+
+
 def test_a_derived_tables_text_is_interned_when_first_read(tmp_path):
     """Read back from the cache, a derived table's text columns wait until read (most rules read one
     of the HGTX ranges' three), and then hold the texts built; a take keeps them waiting."""
     path = tmp_path / "sample.asysrep"
     shutil.copyfile(SAMPLE, path)
-
-    def built() -> EventTable:
-        kernels = report.load("kernels", ("start", "demangledName"))
-        return EventTable({"start": kernels["start"], "name": kernels["demangledName"]})
-
     report = open_report(path)
-    cold = report.derived("names", ("start", "name"), ("name",), built)
+    cold = kernel_names(report)
     again = open_report(path)
-    warm = again.derived("names", ("start", "name"), ("name",), built)
+    warm = kernel_names(again)
     firsts = warm.take(np.arange(0, warm.rows, 2))
     assert "name" not in warm._columns and "name" not in firsts._columns and list(warm) == ["start", "name"]
     assert again.strings.texts(firsts["name"]).to_pylist() == report.strings.texts(cold["name"][::2]).to_pylist()
     assert "name" in warm._columns and len(set(firsts["name"].tolist())) > 10  # made once, for the table and its take
+
+
+def test_a_peeked_text_column_is_not_kept_cold_or_warm(tmp_path):
+    """``peek`` gives a text column without the table keeping it (operator recognition reads the
+    range names once): cold, the ids as built, let go once given (a later read interns them from
+    the cache, to the same ids); warm, interned from the cache."""
+    path = tmp_path / "sample.asysrep"
+    shutil.copyfile(SAMPLE, path)
+    report = open_report(path)
+    cold = kernel_names(report)
+    given = cold.peek("name")
+    again = cold.peek("name")
+    assert "name" not in cold._columns and again is not given and np.array_equal(again, given)
+    assert np.array_equal(cold["name"], given) and "name" in cold._columns and cold.peek("name") is cold["name"]
+    other = open_report(path)
+    warm = kernel_names(other)
+    names = other.strings.texts(warm.peek("name")).to_pylist()
+    assert "name" not in warm._columns and names == report.strings.texts(given).to_pylist()
+    assert len(set(names)) > 10
 
 
 def text_column(values: list[str | None]) -> pa.ChunkedArray:
@@ -378,16 +400,18 @@ def test_the_range_and_step_summaries_do_not_build_the_nesting_that_a_later_rule
 
 def test_the_ranges_kept_per_report_do_not_keep_it_alive(tmp_path):
     """The ranges are cached per report in a weak dictionary: what it keeps (the nesting made
-    on first read) must not refer to the report, or no report would ever be freed."""
+    on first read, the makers of its text columns) must not refer to the report, or no report
+    would ever be freed; built (cold) or read back from the cache (warm)."""
     path = tmp_path / "sample.asysrep"
     shutil.copyfile(SAMPLE, path)
-    report = open_report(path)
-    assert hgtx.all_ranges(Inputs(report))["level"].max() > 0
-    alive = weakref.ref(report)
-    report.close()
-    del report
-    gc.collect()
-    assert alive() is None
+    for _ in ("cold", "warm"):
+        report = open_report(path)
+        assert hgtx.all_ranges(Inputs(report))["level"].max() > 0
+        alive = weakref.ref(report)
+        report.close()
+        del report
+        gc.collect()
+        assert alive() is None
 
 
 def test_the_range_build_frees_the_events_text_before_it_stores_the_ranges(tmp_path, monkeypatch):

@@ -25,6 +25,7 @@ import json
 import os
 import re
 import shutil
+import weakref
 from pathlib import Path
 from typing import BinaryIO, Callable, Iterable, Iterator, Sequence
 
@@ -313,8 +314,15 @@ class ColumnCache:
         if not found or len({len(v) for v in found.values()}) > 1:
             return None
 
+        pool = weakref.ref(strings)  # the pool refers to its report: tables kept per report must not
+
         def interned(name: str, values: pa.ChunkedArray) -> Callable[[], np.ndarray]:
-            return lambda: strings.intern_texts(values, self.keys(table, name, values))
+            def make() -> np.ndarray:
+                found_pool = pool()
+                if found_pool is None:
+                    raise RuntimeError(f"{table}.{name}: read after its report was closed")
+                return found_pool.intern_texts(values, self.keys(table, name, values))
+            return make
         return ({name: to_numpy(values, columns[name]) for name, values in found.items() if name not in text},
                 {name: interned(name, values) for name, values in found.items() if name in text})
 

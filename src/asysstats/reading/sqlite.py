@@ -29,7 +29,7 @@ from asysstats.core.files import private_folder, stop_signals_held
 from asysstats.core.input_files import check_input_file
 from asysstats.core.memory import release_memory
 from asysstats.core.strings import StringPool
-from asysstats.core.tables import EventTable
+from asysstats.core.tables import EventTable, given_once
 from asysstats.reading.cache import ColumnCache
 from asysstats.reading.schema import (
     ASYSREP,
@@ -186,8 +186,8 @@ class SqliteReport:
         The columns are stored one at a time as read from what ``build`` returns (a
         :class:`LazyColumns` computes each then), the text columns last, once the tables loaded
         only to build them are dropped; the numbers are returned as the cache maps them (only
-        the columns read take memory), the text columns' ids as built, or from the cache interned
-        when first read."""
+        the columns read take memory), the text columns as later columns: the ids as built on their
+        first read (:func:`given_once`), then from the cache interned."""
         if self._column_cache is None:
             return EventTable(build())
         table = f"derived{DERIVED_FORMAT}.{name}"
@@ -203,8 +203,11 @@ class SqliteReport:
             texts = {c: built[c] for c in columns if c in text}
             del built
         found |= self._column_cache.put_table(table, texts.items(), text, self.strings)  # the ids as built
+        del texts
+        stored = self._column_cache.get_later(table, dict.fromkeys(text, np.dtype(np.int64)), text, self.strings)
+        later = {} if stored is None else {c: given_once(found.pop(c), make) for c, make in stored[1].items()}
         release_memory()
-        return EventTable(found)
+        return EventTable(found, later)
 
     @contextlib.contextmanager
     def transient(self) -> Iterator[None]:

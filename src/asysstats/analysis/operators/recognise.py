@@ -136,13 +136,13 @@ def recognise_ranges(pool: StringPool, ranges: EventTable, rules: tuple[CustomRu
     """Per range row, the index of its :class:`Parsed` (-1: no operator). PyTorch texts
     (no domain, no custom rule matching) are recognised in bulk, the others one by one."""
     out = np.full(ranges.rows, -1, dtype=np.int64)
-    names = ranges["name"]
+    names = ranges.peek("name")  # read once, here: not kept
     valid = names >= 0
     uniq, slot = distinct(names[valid])
     rows = np.flatnonzero(valid)
     first = np.full(len(uniq), ranges.rows, dtype=np.int64)
     np.minimum.at(first, slot, rows)  # the first row of each distinct name
-    domain_ids = ranges["domain"][first]
+    domain_ids = ranges.peek("domain")[first]
     bulk = np.zeros(len(uniq), dtype=bool)
     plain = np.flatnonzero(domain_ids < 0)
     candidates = pool.texts(uniq[plain])
