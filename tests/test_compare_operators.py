@@ -10,7 +10,7 @@ import pytest
 
 from asysstats.analysis.inputs import Inputs
 from asysstats.analysis.operators.parsers import without_run_ids
-from asysstats.analysis.operators import analysis
+from asysstats.analysis.operators import analysis, instances
 from asysstats.analysis.operators.common import AnalysisOptions
 from asysstats.api.running import run_rule
 from asysstats.reading.opening import open_report
@@ -204,7 +204,7 @@ class ReadOptions:
 def test_an_operator_analysis_reads_only_the_options_its_sharing_is_keyed_by(op_paths, rule):
     read: set = set()
     inputs = Inputs(open_report(op_paths[0]))
-    analysis.analysed(inputs, ReadOptions(rule.parse_options({}).like(AnalysisOptions), read), "demangled")
+    analysis.analysed(inputs, ReadOptions(rule.parse_options({}).like(AnalysisOptions), read), "demangled", ())
     assert read and read <= {f.name for f in dataclasses.fields(AnalysisOptions)}
 
 
@@ -212,9 +212,13 @@ def test_a_comparison_analyses_the_operators_of_each_report_once(op_paths, tmp_p
     made, real = [], analysis.analysed
     monkeypatch.setattr(analysis, "analysed", lambda inputs, *rest: made.append(inputs.report.path) or
                         real(inputs, *rest))
+    claimed, real_instances = [], instances.made_instances
+    monkeypatch.setattr(instances, "made_instances", lambda an: claimed.append(an.inputs.report.path) or
+                        real_instances(an))
     run = run_cli("compare", "-o", tmp_path / "c", *op_paths)
     assert run.code == 0, run.err
     assert sorted(made) == sorted(op_paths)  # three operator comparisons, one analysis a report
+    assert sorted(claimed) == sorted(op_paths)  # the summary and the type summary share the instances
     for rule in ("ppu_operator_summary_compare", "ppu_operator_type_summary_compare",
                  "ppu_operator_kernel_breakdown_compare"):  # as each computed on its own
         assert (tmp_path / f"c_{rule}.csv").read_text().splitlines() == csv(rule, *op_paths)

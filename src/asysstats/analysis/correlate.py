@@ -120,13 +120,15 @@ class Points:
         have = np.flatnonzero(rows >= 0)
         return cls(have, events["globalTid"][rows[have]], events["start"][rows[have]])
 
-    def on(self, threads: np.ndarray | None, span: tuple[int, int]) -> "Points":
-        """The points on ``threads`` within ``span``, ``[start, end)`` (all when ``threads`` is None)."""
+    def on(self, threads: np.ndarray | None, span: tuple[int, int] | None = None) -> "Points":
+        """The points on ``threads`` within ``span``, ``[start, end)`` (all when ``threads`` is None;
+        at any time when ``span`` is None)."""
         if threads is None:
             return self
         keep = np.isin(self.thread, threads)
-        keep &= self.time >= span[0]
-        keep &= self.time < span[1]
+        if span is not None:
+            keep &= self.time >= span[0]
+            keep &= self.time < span[1]
         rows = np.flatnonzero(keep)
         return Points(self.activity[rows], self.thread[rows], self.time[rows])
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 import numpy as np
 
@@ -53,12 +53,14 @@ from asysstats.analysis.operators.recognise import (
     type_filter,
 )
 from asysstats.analysis.reads import CORRELATE_READS, DEVICE_READS, HGTX_READS, KIND_READS
-from asysstats.compute.distinct import distinct
 from asysstats.compute.grouped import dense_group_ids
 from asysstats.compute.intervals import enclosing_pairs, group_time_order, outer_first, outermost_enclosing
 from asysstats.core.tables import EventTable
 
 RANGE_COLUMNS = ("rangeId", "globalTid", "start", "end")  # what the operator rules read of a range
+Columns = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # a range's thread, start, end and rangeId
+
+T = TypeVar("T")
 
 # What the analysis reads (Rule.reads of the operator rules), the device names of the comparisons included.
 READS = merged_reads(HGTX_READS, ACTIVITY_READS, CORRELATE_READS, KIND_READS, PEAK_READS, DEVICE_READS)
@@ -73,8 +75,8 @@ class Analysis:
     ``parsed``), ``type``/``key``/``display`` ids, ``layer``, ``claim`` and the work columns
     (a merged prefill+decode pair adds one); ``merged_into``: each range's operator (itself,
     or its prefill partner); ``anchors``: where the activities sit among the ranges.
-    :attr:`by_claim` and :attr:`by_layer` hold the outermost operator ranges, :attr:`pairs`
-    every correlated (operator range, activity) pair, each made when first read."""
+    :meth:`outermost_by_claim` and :attr:`by_layer` give the outermost operator ranges, :attr:`pairs`
+    every correlated (operator range, activity) pair, the last two made when first read."""
 
     inputs: Inputs
     acts: EventTable
@@ -84,6 +86,11 @@ class Analysis:
     anchors: Anchors
     merged_into: np.ndarray
     types: TypeFilter
+    key: tuple  # what it is shared under in its inputs (:func:`analyse`)
+
+    def shared(self, name: str, make: Callable[[], T]) -> T:
+        """``make()``, made once per analysis: what the rules reading it share (their instances)."""
+        return self.inputs.shared((*self.key, name), make)
 
     def listed(self, type_ids: np.ndarray) -> np.ndarray:
         """Which of some operator type ids ``op=`` lists: every type without it; ``others`` only when named."""
@@ -96,19 +103,27 @@ class Analysis:
             return self.ops[column][rows]
         return self.texts[column][self.ops["entry"][rows]]
 
+    def operator_of(self, rows: np.ndarray) -> np.ndarray:
+        """The operator of each range row in ``rows``: the range itself, or the prefill range it
+        was merged into; -1 stays -1."""
+        if self.ops.rows == 0:
+            return rows
+        return np.where(rows >= 0, self.merged_into[np.maximum(rows, 0)], np.int64(-1))
+
     def ranges_where(self, per_text: np.ndarray) -> np.ndarray:
         """The operator ranges whose recognised text (index into ``parsed``) ``per_text`` marks."""
         return ranges_where(self.ops, self.texts, per_text)
 
-    @functools.cached_property
-    def by_claim(self) -> dict[Any, np.ndarray]:
+    def outermost_by_claim(self) -> dict[Any, np.ndarray]:
         """Per claim class (custom, library, framework) the outermost operator range of each
-        activity (-1: none), and under ``(class, "graph")`` whether graph mapping alone links them."""
+        activity (-1: none), and under ``(class, "graph")`` whether graph mapping alone links them.
+        Made on each call and not kept: the flat rules read it once, for the instances they share
+        (0.8 GB at 55 M activities)."""
         return self._outermost("claim", (CUSTOM, LIBRARY_CLAIM, FRAMEWORK_CLAIM))
 
     @functools.cached_property
     def by_layer(self) -> dict[Any, np.ndarray]:
-        """As :attr:`by_claim`, per layer: ``"F"`` (framework) and ``"L"`` (library)."""
+        """As :meth:`outermost_by_claim`, per layer: ``"F"`` (framework) and ``"L"`` (library); kept."""
         found = self._outermost("layer", (FRAMEWORK, LIBRARY))
         return {"F": found[FRAMEWORK], ("F", "graph"): found[FRAMEWORK, "graph"],
                 "L": found[LIBRARY], ("L", "graph"): found[LIBRARY, "graph"]}
@@ -136,10 +151,11 @@ def analyse(inputs: Inputs, options: AnalysisOptions, mode: str = "demangled") -
     The tables it loads are not kept: what it needs of them, it holds. Made once per inputs,
     mode and ``options`` (the options it reads): rules that read the same operators (a
     comparison's three operator rules) share it."""
-    return inputs.shared(("operators", mode, repr(options)), lambda: analysed(inputs, options, mode))
+    key = ("operators", mode, repr(options))
+    return inputs.shared(key, lambda: analysed(inputs, options, mode, key))
 
 
-def analysed(inputs: Inputs, options: AnalysisOptions, mode: str) -> Analysis:
+def analysed(inputs: Inputs, options: AnalysisOptions, mode: str, key: tuple) -> Analysis:
     inputs.require("kernels", "memcpy", "memset")
     rules = custom_rules(inputs.settings.ppu_op_config)
     types = type_filter(options.op, rules)  # what the rules list; every type is recognised
@@ -156,13 +172,14 @@ def analysed(inputs: Inputs, options: AnalysisOptions, mode: str) -> Analysis:
                                          every_type)
         acts = acts.with_columns(ktype=ktype, kcustom=kcustom)
         ops, texts, parsed = operator_ranges(inputs, rules, every_type, options)
-        anchors = Anchors(inputs, acts, graph, launch[keep])
-        acts = EventTable({k: v for k, v in acts.items() if k != "graphNodeId"})  # read by the correlation only
-        merged_into = np.arange(ops.rows)
+        merged_into = np.arange(ops.rows, dtype=row_type(ops.rows))
         if not options.no_merge_flash_attention_prefill_decode_operator:
             ops, texts, merged_into = merge_prefill_decode(inputs, ops, texts, parsed, launch)
+        anchors = Anchors(inputs, acts, graph, launch[keep])  # after the merge: one peak, then the other
         del launch
-    return Analysis(inputs, with_shown_columns(inputs, acts, mode), ops, texts, parsed, anchors, merged_into, types)
+        acts = EventTable({k: v for k, v in acts.items() if k != "graphNodeId"})  # read by the correlation only
+    return Analysis(inputs, with_shown_columns(inputs, acts, mode), ops, texts, parsed, anchors, merged_into, types,
+                    key)
 
 
 def operator_ranges(inputs: Inputs, rules: tuple, types: TypeFilter,
@@ -180,6 +197,11 @@ def operator_ranges(inputs: Inputs, rules: tuple, types: TypeFilter,
     return EventTable({**{k: ranges[k] for k in RANGE_COLUMNS}, "entry": entry}), EventTable(texts), parsed
 
 
+def row_type(rows: int) -> np.dtype:
+    """The type of row numbers into ``rows`` rows, kept per range or activity: 32 bits when they fit."""
+    return np.dtype(np.int32 if rows < 2 ** 31 else np.int64)
+
+
 def ranges_where(ops: EventTable, texts: EventTable, per_text: np.ndarray) -> np.ndarray:
     """The rows of ``ops`` whose recognised text (index into ``parsed``) ``per_text`` marks."""
     entry = ops["entry"]
@@ -191,27 +213,47 @@ def outermost(anchors: Anchors, ops: EventTable, klass: np.ndarray, n_acts: int,
     """Per class: for each activity the outermost range of that class holding one of its anchors
     (-1 if none): the earliest start, then the latest end, then the lowest ``rangeId`` (one per
     range). Under ``(class, "graph")``: whether it holds only the graph node's creation, not the
-    launch call (the link is graph mapping's alone). Anchors and each class's ranges are
-    ordered once."""
-    members = [np.flatnonzero(klass == k) for k in classes]
-    ranges = [tuple(ops[c][rows] for c in ("globalTid", "start", "end", "rangeId")) for rows in members]
-    orders = [outer_first(*columns) for columns in ranges]
-    found = [np.full(n_acts, -1, dtype=np.int64) for _ in classes]
+    launch call (the link is graph mapping's alone). Each class's ranges are ordered once, or past
+    one pass (:meth:`Anchors.thread_sets`) those of a set of whole threads at a time, so that the
+    ranges gathered and ordered are a set's. Every launch call is placed before any creation, so
+    that a creation's range replaces a launch call's only when strictly outer."""
+    operator = np.flatnonzero(klass >= 0)
+    sets = anchors.thread_sets(ops["globalTid"][operator])
+    whole = class_ranges(ops, klass, operator, classes) if sets is None else []
+    passes: list[np.ndarray | None] = [None] if sets is None else list(sets)
+    found = [np.full(n_acts, -1, dtype=row_type(ops.rows)) for _ in classes]  # kept: one per activity and class
     graph = [np.zeros(n_acts, dtype=bool) for _ in classes]
-    for kind, points in enumerate(anchors.points()):  # launch calls, then graph node creations
-        point_order = group_time_order(points.thread, points.time)
-        for rows, columns, order, outer, mapped in zip(members, ranges, orders, found, graph):
-            tid, start, end, range_id = columns
-            held = outermost_enclosing(tid, start, end, range_id, points.thread, points.time, order, point_order)
-            hit = np.flatnonzero(held >= 0)
-            act, candidate = points.activity[hit], rows[held[hit]]
-            if kind:
-                act, candidate = outer_than(ops, act, candidate, outer)
-                mapped[act] = True
-            outer[act] = candidate
+    for kind, every_point in enumerate(anchors.points()):  # launch calls, then graph node creations
+        for threads in passes:  # a loop over sets of threads
+            if threads is None:
+                ranges, points = whole, every_point
+            else:
+                ranges = class_ranges(ops, klass, operator[np.isin(ops["globalTid"][operator], threads)], classes)
+                points = every_point.on(threads)
+            point_order = group_time_order(points.thread, points.time)
+            for (rows, columns, order), outer, mapped in zip(ranges, found, graph):
+                held = outermost_enclosing(*columns, points.thread, points.time, order, point_order)
+                hit = np.flatnonzero(held >= 0)
+                act, candidate = points.activity[hit], rows[held[hit]]
+                if kind:
+                    act, candidate = outer_than(ops, act, candidate, outer)
+                    mapped[act] = True
+                outer[act] = candidate
     out: dict[Any, np.ndarray] = {}
     for k, outer, mapped in zip(classes, found, graph):
         out[k], out[k, "graph"] = outer, mapped
+    return out
+
+
+def class_ranges(ops: EventTable, klass: np.ndarray, rows: np.ndarray,
+                 classes: tuple) -> list[tuple[np.ndarray, Columns, np.ndarray]]:
+    """Per class, its ranges among ``rows``: their rows, thread, start, end and ``rangeId``, and
+    their order outermost first (:func:`outer_first`)."""
+    out = []
+    for k in classes:
+        members = rows[klass[rows] == k]
+        columns = (ops["globalTid"][members], ops["start"][members], ops["end"][members], ops["rangeId"][members])
+        out.append((members, columns, outer_first(*columns)))
     return out
 
 
@@ -235,7 +277,7 @@ def instance_ids(an: "Analysis", rows: np.ndarray, graph: np.ndarray, act: np.nd
     prefill/decode merging: the range row, or for graph-mapped links one instance per
     (range, graph launch) above ``ops.rows + acts.rows``. ``act`` defaults to 0, 1, ..."""
     act = np.arange(len(rows)) if act is None else act
-    rows = np.where(rows >= 0, an.merged_into[np.maximum(rows, 0)], -1) if an.ops.rows else rows
+    rows = an.operator_of(rows)
     out = rows.copy()
     split = np.flatnonzero((rows >= 0) & graph)
     if len(split):
@@ -250,7 +292,7 @@ def merge_prefill_decode(inputs: Inputs, ops: EventTable, texts: EventTable, par
     with no launch (``launch``: the launching call rows of all activities, before range
     filters) in between; the decode range's operator becomes the prefill's, whose new text
     entry joins the two keys and names and adds up their work."""
-    merged_into = np.arange(ops.rows)
+    merged_into = np.arange(ops.rows, dtype=row_type(ops.rows))
     rows = ranges_where(ops, texts, parsed.column(lambda p: p.family == "flash" and p.layer == LIBRARY, False, bool))
     if len(rows) < 2:
         return ops, texts, merged_into
@@ -261,8 +303,9 @@ def merge_prefill_decode(inputs: Inputs, ops: EventTable, texts: EventTable, par
     cand = (ops["globalTid"][first] == ops["globalTid"][second]) & ~is_decode[:-1] & is_decode[1:]
     first, second = first[cand], second[cand]
     calls = runtime_calls(inputs)
-    launched = distinct(launch)[0]
-    launched = launched[launched >= 0]
+    launched = np.zeros(calls.rows, dtype=bool)
+    launched[launch[launch >= 0]] = True
+    launched = np.flatnonzero(launched)
     hit, _ = enclosing_pairs(ops["globalTid"][first], ops["end"][first], ops["start"][second],
                              calls["globalTid"][launched], calls["start"][launched])
     clear = np.ones(len(first), dtype=bool)

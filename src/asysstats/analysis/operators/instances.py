@@ -3,10 +3,11 @@
 Every analysed activity is claimed by at most one operator (the order of
 :mod:`analysis`). An annotated operator instance is one range (a graph-mapped range:
 one per graph launch; a prefill+decode pair: one); an operator recognised from a kernel
-name, or an ``others`` kernel, is one kernel. An instance lasts from its first activity's start to its last activity's end; its
-PPU active time is the union of its activities. Instances with equal type and merge key
-form a group, shown with the name of its earliest instance. Only the instances of the types
-``op=`` lists are kept; ``total`` is the time of all instances, what percentages are of.
+name, or an ``others`` kernel, is one kernel. An instance lasts from its first activity's
+start to its last activity's end. Instances with equal type and merge key form a group,
+shown with the name of its earliest instance; its PPU active time is the union of its
+activities on each device. Only the instances of the types ``op=`` lists are kept;
+``total`` is the time of all instances, what percentages are of.
 """
 
 from __future__ import annotations
@@ -16,29 +17,30 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from asysstats.analysis.operators.analysis import Analysis, instance_ids
+from asysstats.analysis.operators.analysis import Analysis, instance_ids, row_type
 from asysstats.analysis.operators.catalog import OTHERS
-from asysstats.analysis.operators.model import DEFAULT_FIELD, WORK_FIELDS, peak_arrays
+from asysstats.analysis.operators.model import DEFAULT_FIELD, peak_arrays
 from asysstats.analysis.operators.parsers import CUSTOM, FRAMEWORK_CLAIM, LIBRARY_CLAIM
 from asysstats.compute.distinct import distinct
 from asysstats.compute.grouped import grouped_stats
-from asysstats.compute.intervals import covered_length_by_group, covered_length_sorted
+from asysstats.compute.intervals import covered_length_by_group
 from asysstats.core.tables import EventTable
 
 NS = 1e-9
 
 
-def claims(an: Analysis) -> tuple[np.ndarray, np.ndarray]:
+def claims(an: Analysis, outer: dict) -> tuple[np.ndarray, np.ndarray]:
     """Per activity: the claiming operator range (row of ``an.ops`` after prefill/decode
-    merging; -1 for a kernel-level operator or none) and the instance id (-1: unclaimed)."""
-    acts, n, outer = an.acts, an.ops.rows, an.by_claim
+    merging; -1 for a kernel-level operator or none) and the instance id (-1: unclaimed), from
+    the outermost operator ranges of each claim class (``outer``)."""
+    acts, n = an.acts, an.ops.rows
     kernel_op = acts["ktype"] >= 0
     steps = [kernel_op & acts["kcustom"], CUSTOM, LIBRARY_CLAIM, kernel_op, FRAMEWORK_CLAIM]
     if an.types.others:
         steps.append(acts["kind"] == 0)
     decided = np.zeros(acts.rows, dtype=bool)
     kernel = np.zeros(acts.rows, dtype=bool)
-    rows = np.full(acts.rows, -1, dtype=np.int64)
+    rows = np.full(acts.rows, -1, dtype=row_type(n))
     graph = np.zeros(acts.rows, dtype=bool)
     for step in steps:
         if isinstance(step, np.ndarray):
@@ -51,16 +53,15 @@ def claims(an: Analysis) -> tuple[np.ndarray, np.ndarray]:
         decided |= take
     inst = instance_ids(an, rows, graph)
     inst[kernel] = n + np.flatnonzero(kernel)
-    rows = np.where(rows >= 0, an.merged_into[np.maximum(rows, 0)], -1) if n else rows
-    return rows, inst
+    return an.operator_of(rows).astype(rows.dtype), inst
 
 
 @dataclass
 class Instances:
     """``table``: one row per instance (``type``, ``key``, ``display``, ``opid``, ``start``,
-    ``end``, ``active``, ``device``, ``pid``, ``source`` (range row or -1), work columns and
-    ``field``);
-    ``act``: the claimed activities' rows of ``an.acts``; ``label``: their instance;
+    ``end``, ``device``, ``source`` (range row or -1), ``holder`` and ``shares`` (:func:`work`));
+    ``act``: the claimed activities' rows of ``an.acts``, each instance's earliest first;
+    ``label``: their instance;
     ``total``: the summed duration of the instances of every type, listed or not."""
 
     table: EventTable
@@ -78,25 +79,32 @@ class Instances:
 
 
 def flat_instances(an: Analysis) -> Instances:
-    rows, claim = claims(an)
-    act = np.flatnonzero(claim >= 0)
-    ids, label = distinct(claim[act])
-    del claim
+    """The instances of the claimed activities, their activities (``act``, ``label``) each
+    instance's earliest first; made once per analysis (the rules of a comparison share them)."""
+    return an.shared("flat instances", lambda: made_instances(an))
+
+
+def made_instances(an: Analysis) -> Instances:
+    outer = an.outermost_by_claim()
+    rows, claim = claims(an, outer)
+    framework_of = outer[FRAMEWORK_CLAIM]  # of each activity: all the rest needs of the claim classes
+    del outer
     acts, operators = an.acts, an.texts.rows > 0
-    start = acts["start"][act]
-    end = np.maximum(acts["end"][act], start)
-    n = len(ids)
-    order = np.lexsort((acts["aid"][act], start, label))  # each instance's activities, earliest first
+    kept = row_type(acts.rows)  # rows of activities, numbers of instances: kept while the rule runs
+    act = np.flatnonzero(claim >= 0).astype(kept)
+    label = distinct(claim[act])[1].astype(kept)
+    del claim
+    order = np.lexsort((acts["aid"][act], acts["start"][act], label))
+    act, label = act[order], label[order]
+    del order
+    n = int(label[-1]) + 1 if len(label) else 0
     first = np.zeros(n + 1, np.int64)
     np.cumsum(np.bincount(label, minlength=n), out=first[1:])
-    start, end = start[order], end[order]
-    active = covered_length_sorted(np.repeat(np.arange(n), np.diff(first)), start, end, n)
-    last_end = np.maximum.reduceat(end, first[:-1]) if n else end[:0]
-    del end
-    head = order[first[:-1]]
-    start = start[first[:-1]]
-    kernel = act[head]  # the first activity of each instance
+    kernel = act[first[:-1]]  # the first activity of each instance
+    start = acts["start"][kernel]
+    last_end = np.maximum.reduceat(np.maximum(acts["end"][act], acts["start"][act]), first[:-1]) if n else start
     source = rows[kernel]
+    del rows
     ranged = source >= 0
     row = np.maximum(source, 0)
     others = an.inputs.strings.intern([OTHERS])[0]
@@ -109,7 +117,8 @@ def flat_instances(an: Analysis) -> Instances:
     # under aten::linear) is named and keyed by that operator, so that the same operator
     # matches across vendors whose kernels differ. A ``T=kernel:`` custom type keeps the
     # kernel's name: the user chose those kernels by it (docs/operators.md).
-    framework = an.by_claim[FRAMEWORK_CLAIM][kernel] if operators else np.full(n, -1)
+    framework = framework_of[kernel] if operators else np.full(n, -1)
+    del framework_of
     inside = ~ranged & (framework >= 0) & (acts["ktype"][kernel] >= 0) & ~acts["kcustom"][kernel]
 
     def named(column: str) -> np.ndarray:
@@ -117,21 +126,38 @@ def flat_instances(an: Analysis) -> Instances:
             else acts["raw"][kernel]
         return pick(column, fallback)
 
+    # Such kernels share the framework operator's modelled work (most often it launched one):
+    # ``holder`` and ``shares``, from which :func:`work` makes the work columns when read.
+    held_type = row_type(max(an.ops.rows, n))
+    holder = np.where(inside, framework, -1).astype(held_type)
+    held = np.maximum(holder, 0)
+    shares = np.where(inside, np.bincount(held[inside], minlength=an.ops.rows)[held], 0).astype(held_type) \
+        if operators else np.zeros(n, held_type)
+    del held
     table = {"type": pick("type", ktype), "key": named("key"),
              "display": named("display"), "opid": pick("rangeId", acts["aid"][kernel]),
-             "start": start, "end": last_end, "active": active,
-             "device": acts["deviceId"][kernel], "pid": acts["pid"][kernel], "source": source}
-    # Such kernels share the framework operator's modelled work (most often it launched one).
-    holder = np.maximum(framework, 0)
-    shares = np.bincount(holder[inside], minlength=an.ops.rows)[holder] if operators else np.ones(n)
-    for column in WORK_FIELDS:
-        held = np.where(inside, an.op(column, holder) / np.maximum(shares, 1), np.nan) if operators \
-            else np.full(n, np.nan)
-        table[column] = pick(column, held).astype(np.float64)
-    table["field"] = pick("field", np.where(inside, an.op("field", holder), DEFAULT_FIELD) if operators
-                          else np.full(n, DEFAULT_FIELD))
+             "start": start, "end": last_end, "device": acts["deviceId"][kernel], "source": source.astype(held_type),
+             "holder": holder, "shares": shares}
     every = Instances(EventTable(table), act, label, float((last_end - start).sum()))
     return every.listed(an.listed(table["type"]))
+
+
+def work(an: Analysis, inst: Instances, column: str) -> np.ndarray:
+    """Per instance its modelled ``flops``, ``load`` or ``store`` (NaN when unmodelled) or its
+    peak ``field``: its operator range's, or for a kernel inside a framework operator
+    (``holder``) that operator's, the work split between the ``shares`` such kernels. Made when
+    read, not kept."""
+    t = inst.table
+    if an.texts.rows == 0:
+        return np.full(t.rows, DEFAULT_FIELD) if column == "field" else np.full(t.rows, np.nan)
+    holder, source = t["holder"], t["source"]
+    values = an.op(column, np.maximum(holder, 0))
+    if column != "field":
+        values = values / np.maximum(t["shares"], 1)
+    values[holder < 0] = DEFAULT_FIELD if column == "field" else np.nan
+    ranged = source >= 0
+    values[ranged] = an.op(column, source[ranged])
+    return values
 
 
 @dataclass
@@ -168,24 +194,30 @@ def group_instances(an: Analysis, inst: Instances, keys: list[np.ndarray]) -> Gr
 
 
 def union_per_device(an: Analysis, inst: Instances, group_of_act: np.ndarray, n_groups: int) -> np.ndarray:
-    """Per group: the union of its activities on each device, summed over devices."""
-    devices, device_index = distinct(an.acts["deviceId"][inst.act])
-    starts = an.acts["start"][inst.act]
-    ends = np.maximum(an.acts["end"][inst.act], starts)
-    key = group_of_act * max(len(devices), 1) + device_index
-    per = covered_length_by_group(key, starts, ends, n_groups * max(len(devices), 1))
-    return per.reshape(n_groups, max(len(devices), 1)).sum(axis=1)
+    """Per group: the union of its activities on each device, summed over devices; a device at a
+    time, so that what is gathered and sorted is one device's."""
+    devices, device = distinct(an.acts["deviceId"][inst.act], narrow=True)
+    out = np.zeros(n_groups, dtype=np.int64)
+    for index in range(len(devices)):  # a loop over devices
+        on = np.flatnonzero(device == index)
+        rows = inst.act[on]
+        starts = an.acts["start"][rows]
+        out += covered_length_by_group(group_of_act[on], starts, np.maximum(an.acts["end"][rows], starts), n_groups)
+    return out
 
 
 def utilisation(an: Analysis, inst: Instances, label: np.ndarray, n_groups: int) -> dict[str, np.ndarray]:
     """Per group: 100 x sum(work / peak) / sum(time) for compute, HBM load and HBM store."""
     t = inst.table
-    modelled = ~np.isnan(t["flops"])
-    peak, bandwidth = peak_arrays(an.inputs, t["device"], t["field"], modelled)
     seconds = np.bincount(label, weights=(t["end"] - t["start"]) * NS, minlength=n_groups)
+    values = work(an, inst, "flops")
+    peak, bandwidth = peak_arrays(an.inputs, t["device"], work(an, inst, "field"), ~np.isnan(values))
     out = {}
     for column, divisor in (("flops", peak), ("load", bandwidth), ("store", bandwidth)):
-        used = np.bincount(label, weights=t[column] / divisor, minlength=n_groups) if t.rows else np.zeros(n_groups)
+        if column != "flops":
+            values = work(an, inst, column)  # one work column at a time
+        used = np.bincount(label, weights=values / divisor, minlength=n_groups) if t.rows else np.zeros(n_groups)
+        del values
         with np.errstate(divide="ignore", invalid="ignore"):
             out[column] = np.where(seconds > 0, 100.0 * used / seconds, np.nan)
     return out

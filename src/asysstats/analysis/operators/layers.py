@@ -62,7 +62,7 @@ def spans(an: Analysis, idx: np.ndarray, layer: str) -> Spans:
     head = order[np.r_[True, label[order][1:] != label[order][:-1]]] if len(order) else order
     end = np.full(n, np.iinfo(np.int64).min, dtype=np.int64)
     np.maximum.at(end, label[pos], e[pos])
-    merged = an.merged_into[rows[head]] if len(head) else head
+    merged = an.operator_of(rows[head])
     return Spans(label, merged, s[head], end, covered_length_sorted(label[order], s[order], e[order], n), head)
 
 

@@ -134,8 +134,9 @@ class Recognised(Sequence[Parsed]):
 def recognise_ranges(pool: StringPool, ranges: EventTable, rules: tuple[CustomRule, ...],
                      types: TypeFilter) -> tuple[np.ndarray, Recognised]:
     """Per range row, the index of its :class:`Parsed` (-1: no operator). PyTorch texts
-    (no domain, no custom rule matching) are recognised in bulk, the others one by one."""
-    out = np.full(ranges.rows, -1, dtype=np.int64)
+    (no domain, no custom rule matching) are recognised in bulk, the others one by one. In 32
+    bits: one per range, kept by the analysis, and fewer texts than a string column holds."""
+    out = np.full(ranges.rows, -1, dtype=np.int32)
     names = ranges.peek("name")  # read once, here: not kept
     valid = names >= 0
     uniq, slot = distinct(names[valid])
