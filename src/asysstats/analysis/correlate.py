@@ -122,10 +122,13 @@ class Points:
 
     def on(self, threads: np.ndarray | None, span: tuple[int, int] | None = None) -> "Points":
         """The points on ``threads`` within ``span``, ``[start, end)`` (all when ``threads`` is None;
-        at any time when ``span`` is None)."""
+        at any time when ``span`` is None); the points themselves, not a copy, when all of them are on
+        ``threads``. The span only leaves out points that no range of a set holds."""
         if threads is None:
             return self
         keep = np.isin(self.thread, threads)
+        if keep.all():  # every point: the span would only leave out points no range of the set holds
+            return self
         if span is not None:
             keep &= self.time >= span[0]
             keep &= self.time < span[1]
