@@ -77,7 +77,7 @@ def moe_frame(inputs: Inputs, options: MoeOptions) -> Frame:
     pairs = an.pairs_of(moe_ranges(an))
     member = acts["kind"][pairs.activity_row] == 0
     r, a = pairs.range_row[member], pairs.activity_row[member]
-    inst_raw = instance_ids(an, r, pairs.via_graph[member], a)
+    inst_raw = instance_ids(an, an.operator_of(r), pairs.via_graph[member], a)
     inst_ids, inst = np.unique(inst_raw, return_inverse=True)
     inst = inst.reshape(-1)
     n = len(inst_ids)

@@ -61,6 +61,7 @@ RANGE_COLUMNS = ("rangeId", "globalTid", "start", "end")  # what the operator ru
 Columns = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # a range's thread, start, end and rangeId
 
 T = TypeVar("T")
+NOT_MERGED = (np.empty(0, np.int64), np.empty(0, np.int64))  # no decode range merged into its prefill
 
 # What the analysis reads (Rule.reads of the operator rules), the device names of the comparisons included.
 READS = merged_reads(HGTX_READS, ACTIVITY_READS, CORRELATE_READS, KIND_READS, PEAK_READS, DEVICE_READS)
@@ -73,8 +74,8 @@ class Analysis:
     (``RANGE_COLUMNS`` of :func:`asysstats.analysis.hgtx.all_ranges`, not copied) and its ``entry``
     (row of ``texts``; -1: no operator); ``texts``: per operator text ``parsed`` (index into
     ``parsed``), ``type``/``key``/``display`` ids, ``layer``, ``claim`` and the work columns
-    (a merged prefill+decode pair adds one); ``merged_into``: each range's operator (itself,
-    or its prefill partner); ``anchors``: where the activities sit among the ranges.
+    (a merged prefill+decode pair adds one); ``merged``: the decode ranges merged (rows,
+    ascending) and the prefill range of each; ``anchors``: where the activities sit among the ranges.
     :meth:`outermost_by_claim` and :attr:`by_layer` give the outermost operator ranges, :attr:`pairs`
     every correlated (operator range, activity) pair, the last two made when first read."""
 
@@ -84,7 +85,7 @@ class Analysis:
     texts: EventTable
     parsed: Recognised
     anchors: Anchors
-    merged_into: np.ndarray
+    merged: tuple[np.ndarray, np.ndarray]
     types: TypeFilter
     key: tuple  # what it is shared under in its inputs (:func:`analyse`)
 
@@ -104,11 +105,15 @@ class Analysis:
         return self.texts[column][self.ops["entry"][rows]]
 
     def operator_of(self, rows: np.ndarray) -> np.ndarray:
-        """The operator of each range row in ``rows``: the range itself, or the prefill range it
-        was merged into; -1 stays -1."""
-        if self.ops.rows == 0:
-            return rows
-        return np.where(rows >= 0, self.merged_into[np.maximum(rows, 0)], np.int64(-1))
+        """The operator of each range row in ``rows`` (int64): the range itself, or the prefill
+        range it was merged into; -1 stays -1."""
+        decode, prefill = self.merged
+        out = rows.astype(np.int64)
+        if len(decode):
+            at = np.minimum(np.searchsorted(decode, rows), len(decode) - 1)
+            hit = decode[at] == rows
+            out[hit] = prefill[at[hit]]
+        return out
 
     def ranges_where(self, per_text: np.ndarray) -> np.ndarray:
         """The operator ranges whose recognised text (index into ``parsed``) ``per_text`` marks."""
@@ -172,13 +177,13 @@ def analysed(inputs: Inputs, options: AnalysisOptions, mode: str, key: tuple) ->
                                          every_type)
         acts = acts.with_columns(ktype=ktype, kcustom=kcustom)
         ops, texts, parsed = operator_ranges(inputs, rules, every_type, options)
-        merged_into = np.arange(ops.rows, dtype=row_type(ops.rows))
+        merged = NOT_MERGED
         if not options.no_merge_flash_attention_prefill_decode_operator:
-            ops, texts, merged_into = merge_prefill_decode(inputs, ops, texts, parsed, launch)
+            ops, texts, merged = merge_prefill_decode(inputs, ops, texts, parsed, launch)
         anchors = Anchors(inputs, acts, graph, launch[keep])  # after the merge: one peak, then the other
         del launch
         acts = EventTable({k: v for k, v in acts.items() if k != "graphNodeId"})  # read by the correlation only
-    return Analysis(inputs, with_shown_columns(inputs, acts, mode), ops, texts, parsed, anchors, merged_into, types,
+    return Analysis(inputs, with_shown_columns(inputs, acts, mode), ops, texts, parsed, anchors, merged, types,
                     key)
 
 
@@ -273,12 +278,12 @@ def outer_than(ops: EventTable, act: np.ndarray, candidate: np.ndarray,
 
 
 def instance_ids(an: "Analysis", rows: np.ndarray, graph: np.ndarray, act: np.ndarray | None = None) -> np.ndarray:
-    """Instance ids of (operator range ``rows``, activity ``act``) links (-1: none), after
-    prefill/decode merging: the range row, or for graph-mapped links one instance per
-    (range, graph launch) above ``ops.rows + acts.rows``. ``act`` defaults to 0, 1, ..."""
+    """Instance ids of (operator ``rows``, activity ``act``) links (-1: none), the rows after
+    prefill/decode merging (:meth:`Analysis.operator_of`): the operator's row, or for
+    graph-mapped links one instance per (operator, graph launch) above ``ops.rows + acts.rows``.
+    ``act`` defaults to 0, 1, ..."""
     act = np.arange(len(rows)) if act is None else act
-    rows = an.operator_of(rows)
-    out = rows.copy()
+    out = rows.astype(np.int64)
     split = np.flatnonzero((rows >= 0) & graph)
     if len(split):
         index, _ = dense_group_ids([rows[split], an.acts["pid"][act[split]], an.acts["correlationId"][act[split]]])
@@ -287,15 +292,15 @@ def instance_ids(an: "Analysis", rows: np.ndarray, graph: np.ndarray, act: np.nd
 
 
 def merge_prefill_decode(inputs: Inputs, ops: EventTable, texts: EventTable, parsed: Recognised,
-                         launch: np.ndarray) -> tuple[EventTable, EventTable, np.ndarray]:
+                         launch: np.ndarray) -> tuple[EventTable, EventTable, tuple[np.ndarray, np.ndarray]]:
     """Pair each prefill attention range with the decode one that follows it on its thread
     with no launch (``launch``: the launching call rows of all activities, before range
     filters) in between; the decode range's operator becomes the prefill's, whose new text
-    entry joins the two keys and names and adds up their work."""
-    merged_into = np.arange(ops.rows, dtype=row_type(ops.rows))
+    entry joins the two keys and names and adds up their work. Returns the pairs as
+    :attr:`Analysis.merged` holds them."""
     rows = ranges_where(ops, texts, parsed.column(lambda p: p.family == "flash" and p.layer == LIBRARY, False, bool))
     if len(rows) < 2:
-        return ops, texts, merged_into
+        return ops, texts, NOT_MERGED
     rows = rows[np.lexsort((ops["rangeId"][rows], ops["start"][rows], ops["globalTid"][rows]))]
     decode = parsed.column(lambda p: bool(p.params.get("decode")), False, bool)
     is_decode = decode[texts["parsed"][ops["entry"][rows]]]
@@ -312,8 +317,7 @@ def merge_prefill_decode(inputs: Inputs, ops: EventTable, texts: EventTable, par
     clear[hit] = False
     first, second = first[clear], second[clear]
     if len(first) == 0:
-        return ops, texts, merged_into
-    merged_into[second] = first
+        return ops, texts, NOT_MERGED
     one, two = ops["entry"][first], ops["entry"][second]
     added = {k: v[one] for k, v in texts.items()}
     added["key"] = joined_ids(inputs.strings, texts["key"][one], texts["key"][two])
@@ -322,4 +326,6 @@ def merge_prefill_decode(inputs: Inputs, ops: EventTable, texts: EventTable, par
         added[k] = texts[k][one] + texts[k][two]
     entry = ops["entry"].copy()
     entry[first] = texts.rows + np.arange(len(first))
-    return ops.with_columns(entry=entry), EventTable.concat([texts, EventTable(added)]), merged_into
+    by_decode = np.argsort(second)
+    merged = (second[by_decode], first[by_decode])
+    return ops.with_columns(entry=entry), EventTable.concat([texts, EventTable(added)]), merged

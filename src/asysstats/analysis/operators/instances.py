@@ -51,9 +51,10 @@ def claims(an: Analysis, outer: dict) -> tuple[np.ndarray, np.ndarray]:
             rows[take] = outer[step][take]
             graph[take] = outer[step, "graph"][take]
         decided |= take
-    inst = instance_ids(an, rows, graph)
+    operator = an.operator_of(rows)
+    inst = instance_ids(an, operator, graph)
     inst[kernel] = n + np.flatnonzero(kernel)
-    return an.operator_of(rows).astype(rows.dtype), inst
+    return operator.astype(rows.dtype), inst
 
 
 @dataclass

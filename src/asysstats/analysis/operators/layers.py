@@ -50,7 +50,8 @@ class Spans:
 
 def spans(an: Analysis, idx: np.ndarray, layer: str) -> Spans:
     rows, graph = an.by_layer[layer][idx], an.by_layer[layer, "graph"][idx]
-    ids = instance_ids(an, rows, graph, idx)
+    operator = an.operator_of(rows)
+    ids = instance_ids(an, operator, graph, idx)
     has = ids >= 0
     uniq, label_has = distinct(ids[has])
     label = np.full(len(idx), -1, dtype=np.int64)
@@ -62,8 +63,7 @@ def spans(an: Analysis, idx: np.ndarray, layer: str) -> Spans:
     head = order[np.r_[True, label[order][1:] != label[order][:-1]]] if len(order) else order
     end = np.full(n, np.iinfo(np.int64).min, dtype=np.int64)
     np.maximum.at(end, label[pos], e[pos])
-    merged = an.operator_of(rows[head])
-    return Spans(label, merged, s[head], end, covered_length_sorted(label[order], s[order], e[order], n), head)
+    return Spans(label, operator[head], s[head], end, covered_length_sorted(label[order], s[order], e[order], n), head)
 
 
 @dataclass
