@@ -266,6 +266,22 @@ def test_a_peeked_text_column_is_not_kept_cold_or_warm(tmp_path):
     assert len(set(names)) > 10
 
 
+def test_a_derived_table_of_text_alone_has_its_rows_cold_and_warm(tmp_path):
+    """With no number column to give its length, a derived table's text is made at once, built or read back."""
+    path = tmp_path / "sample.asysrep"
+    shutil.copyfile(SAMPLE, path)
+    report = open_report(path)
+
+    def built() -> EventTable:
+        return EventTable({"name": report.load("kernels", ("demangledName",))["demangledName"]})
+
+    cold = report.derived("texts", ("name",), ("name",), built)
+    other = open_report(path)
+    warm = other.derived("texts", ("name",), ("name",), built)
+    assert cold.rows == warm.rows == report.load("kernels", ("start",)).rows > 0
+    assert other.strings.texts(warm["name"]).to_pylist() == report.strings.texts(cold["name"]).to_pylist()
+
+
 def text_column(values: list[str | None]) -> pa.ChunkedArray:
     """A dictionary-encoded text column of two chunks (of one dictionary, as a cache file holds)."""
     encoded = pc.dictionary_encode(from_texts(values))

@@ -127,7 +127,7 @@ class Points:
         if threads is None:
             return self
         keep = np.isin(self.thread, threads)
-        if keep.all():  # every point: the span would only leave out points no range of the set holds
+        if keep.all():
             return self
         if span is not None:
             keep &= self.time >= span[0]

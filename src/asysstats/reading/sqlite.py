@@ -121,6 +121,12 @@ def readable_file(path: Path) -> Path:
     return copy
 
 
+def texts_later(numbers: dict[str, np.ndarray], texts: dict[str, Callable[[], np.ndarray]]) -> EventTable:
+    """A derived table whose text columns are made when first read; at once when it has no number
+    column, which alone gives a table its length."""
+    return EventTable(numbers, texts) if numbers else EventTable({name: make() for name, make in texts.items()})
+
+
 class SqliteReport:
     """An Nsight or asysrep SQLite export opened read-only; ``load`` returns typed tables."""
 
@@ -194,8 +200,7 @@ class SqliteReport:
         types = dict.fromkeys(columns, np.dtype(np.int64))
         stored = self._column_cache.get_later(table, types, text, self.strings)
         if stored is not None and len(stored[0]) + len(stored[1]) == len(columns):
-            numbers, later = stored
-            return EventTable(numbers, later) if numbers else EventTable({c: make() for c, make in later.items()})
+            return texts_later(*stored)
         with self.transient():
             built = build()
             found = self._column_cache.put_table(table, ((c, built[c]) for c in columns if c not in text), text,
@@ -207,7 +212,7 @@ class SqliteReport:
         stored = self._column_cache.get_later(table, dict.fromkeys(text, np.dtype(np.int64)), text, self.strings)
         later = {} if stored is None else {c: given_once(found.pop(c), make) for c, make in stored[1].items()}
         release_memory()
-        return EventTable(found, later)
+        return texts_later(found, later)
 
     @contextlib.contextmanager
     def transient(self) -> Iterator[None]:
