@@ -8,9 +8,10 @@ import csv
 import io
 import re
 import sqlite3
+from decimal import ROUND_HALF_UP, Decimal
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from conftest import NSYS_CORPUS, corpus_params, run_cli
@@ -223,15 +224,18 @@ def test_pushpop_nesting_against_a_stack_walk(tmp_path_factory, steps):
     assert [int(r["Start (ns)"]) for r in rows] == sorted(int(r["Start (ns)"]) for r in rows)
 
 
+MILLI = Decimal("0.001")
 OPERATIONS = st.lists(st.tuples(st.sampled_from(["kernel", "memcpy", "memset"]), st.integers(0, 10_000),
                                 st.integers(0, 5_000), st.integers(0, 10 ** 9)), min_size=1, max_size=25)
 
 
 @PROPERTY
 @given(OPERATIONS)
+@example([("memcpy", 0, 10, 4_500), ("memset", 5, 3, 2_500)])  # MB on a half: 0.0045 -> 0.005, 0.0025 -> 0.003
 def test_gpu_trace_against_brute_force(tmp_path_factory, operations):
     """Random kernels, copies and memsets (kind, start, duration, bytes): one row each by start, the
-    MB to three decimals and the throughput as bytes / 10^6 x (10^9 // duration), empty for no time."""
+    MB to three decimals (the exact decimal, a half away from zero) and the throughput as
+    bytes / 10^6 x (10^9 // duration), empty for no time."""
     path = tmp_path_factory.mktemp("gpu") / "gpu.sqlite"
     writer = ReportWriter(path, NSYS)
     name = writer.string("k")
@@ -258,7 +262,7 @@ def test_gpu_trace_against_brute_force(tmp_path_factory, operations):
             assert row["Name"] == "k" and row["Bytes (MB)"] == "" and row["GrdX"] == "1"
             continue
         assert row["Name"] == ("[CUDA memset]" if kind == "memset" else "[CUDA memcpy Device-to-Host]")
-        assert row["Bytes (MB)"] == f"{size / 10 ** 6:.3f}" and row["GrdX"] == ""
+        assert row["Bytes (MB)"] == str(Decimal(size).scaleb(-6).quantize(MILLI, ROUND_HALF_UP)) and row["GrdX"] == ""
         rate = size / 10 ** 6 * (10 ** 9 // duration) if duration else None
         assert row["Throughput (MB/s)"] == ("" if rate is None else f"{rate:.3f}") or \
             abs(float(row["Throughput (MB/s)"]) - rate) <= 0.0005 + 1e-12 * rate  # binary rounding of .xxx5
