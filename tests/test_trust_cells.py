@@ -9,11 +9,13 @@ Every CLI case checks the stated outcome, no traceback, the exit status, the rep
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import time
 import zipfile
 from pathlib import Path
+from types import SimpleNamespace
 from xml.etree import ElementTree
 
 import openpyxl
@@ -340,12 +342,20 @@ def test_budget_is_shared_spent_and_renewed_by_a_new_request(monkeypatch):
     assert search(compile_user_regex(SLOW, "test"), "aa", "test")  # a new request: a full budget
 
 
-def test_sound_pattern_over_many_names_never_runs_out(monkeypatch):
-    monkeypatch.setattr(regexes, "MATCH_TIMEOUT_S", 0.02)
+@pytest.mark.parametrize("cost, runs_out", [(0.0009, False), (0.0011, True)])
+def test_sound_pattern_over_many_names_never_runs_out(monkeypatch, cost, runs_out):
+    """On a clock where each match takes ``cost``: below the refill a pattern matches 20,000 names
+    (18 s of matching against a 0.5 s budget); above it, the budget is spent after ~5,000."""
+    readings = itertools.count()  # two a match: its start, then its end, ``cost`` later
+    monkeypatch.setattr(regexes, "time", SimpleNamespace(perf_counter=lambda: (next(readings) + 1) // 2 * cost))
+    monkeypatch.setattr(regexes, "MATCH_TIMEOUT_S", 0.5)
     pattern = compile_user_regex(r"gemm|nccl", "test")
-    started = time.perf_counter()
-    hits = sum(search(pattern, f"void kernel_{index}_gemm<float>(int)", "test") for index in range(20_000))
-    assert hits == 20_000 and time.perf_counter() - started > 0.02  # more than the budget in all
+    names = (f"void kernel_{index}_gemm<float>(int)" for index in range(20_000))
+    if runs_out:
+        with pytest.raises(AsysError, match="took too long"):
+            all(search(pattern, name, "test") for name in names)
+    else:
+        assert sum(search(pattern, name, "test") for name in names) == 20_000
 
 
 @pytest.mark.parametrize("pattern, literal", [
