@@ -34,12 +34,17 @@ def covered(pairs) -> set[int]:
 stat_values = st.one_of(st.integers(-50, 1000), st.integers(2 ** 60, 2 ** 60 + 1000))  # durations, timestamps
 
 
+by_selection = st.sampled_from([0, 10 ** 9])  # ``SELECTION_ROWS``: every grouping by selection, or none
+
+
 @SETTINGS
-@given(st.lists(st.tuples(st.integers(0, 3), stat_values), max_size=40), st.booleans())
-def test_grouped_stats_match_brute_force(rows, coded):
+@given(st.lists(st.tuples(st.integers(0, 3), stat_values), max_size=40), st.booleans(), by_selection)
+def test_grouped_stats_match_brute_force(rows, coded, selection_rows):
     keys = np.array([r[0] for r in rows], dtype=np.int64)
     values = np.array([r[1] for r in rows], dtype=np.int64)
-    groups, stats = grouped.grouped_stats([Coded.of(keys) if coded else keys], values)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(grouped, "SELECTION_ROWS", selection_rows)
+        groups, stats = grouped.grouped_stats([Coded.of(keys) if coded else keys], values)
     expected = {}
     for k, v in rows:
         expected.setdefault(k, []).append(v)
@@ -173,12 +178,13 @@ def test_grouping_by_six_keys_holds_few_arrays_of_a_value_per_row():
 
 @SETTINGS
 @given(st.lists(st.tuples(st.integers(0, 6), st.integers(-50, 10 ** 6)), min_size=1, max_size=60),
-       st.integers(1, 9))
-def test_deviations_made_a_few_rows_at_a_time_give_the_stddev_of_each_group(rows, block):
+       st.integers(1, 9), by_selection)
+def test_deviations_made_a_few_rows_at_a_time_give_the_stddev_of_each_group(rows, block, selection_rows):
     keys = np.array([r[0] for r in rows], dtype=np.int64)
     values = np.array([r[1] for r in rows], dtype=np.int64)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(grouped, "DEVIATION_ROWS", block)  # blocks that start and end inside groups
+        patch.setattr(grouped, "SELECTION_ROWS", selection_rows)
         groups, stats = grouped.grouped_stats([keys], values)
     for i, key in enumerate(groups.keys[0].tolist()):
         assert np.isclose(stats["std"][i], statistics.pstdev([v for k, v in rows if k == key]), rtol=1e-12, atol=1e-6)
@@ -195,12 +201,14 @@ def test_row_index_finds_the_first_matching_row(table, queries):
 
 
 @SETTINGS
-@given(st.lists(st.tuples(st.integers(-2, 2), st.integers(0, 3), st.integers(-5, 40)), max_size=40))
-def test_grouped_stats_with_two_keys_keeps_the_groups_api(rows):
+@given(st.lists(st.tuples(st.integers(-2, 2), st.integers(0, 3), st.integers(-5, 40)), max_size=40), by_selection)
+def test_grouped_stats_with_two_keys_keeps_the_groups_api(rows, selection_rows):
     a = np.array([r[0] for r in rows], dtype=np.int64)
     b = np.array([r[1] for r in rows], dtype=np.int64)
     values = np.array([r[2] for r in rows], dtype=np.int64)
-    groups, stats = grouped.grouped_stats([a, b], values)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(grouped, "SELECTION_ROWS", selection_rows)
+        groups, stats = grouped.grouped_stats([a, b], values)
     reference = grouped.group_by([a, b], values)
     assert groups.label().tolist() == reference.label().tolist()
     assert "order" not in vars(groups) or not len(rows)  # the packed sort's labels need no permutation
@@ -209,6 +217,25 @@ def test_grouped_stats_with_two_keys_keeps_the_groups_api(rows):
     assert np.array_equal(values[groups.order], values[reference.order])
     assert groups.label().tolist() == reference.label().tolist()
     assert groups.first(values).tolist() == stats["min"].tolist()
+
+
+@SETTINGS
+@given(st.lists(st.tuples(st.integers(-2, 2), st.integers(0, 3), st.integers(0, 6), st.integers(0, 3)), max_size=40),
+       st.sampled_from([3, (1 << 16) - 1]))
+def test_grouping_by_ids_keeps_row_order_as_lexsort_does(rows, few):
+    """``group_by`` without values, and (id, start, end) order, equal a stable ``lexsort``: below
+    and past the radix sort's ``FEW_GROUPS`` (patched to 3, so that both are drawn)."""
+    a, b, start, span = (np.array([r[i] for r in rows], dtype=np.int64) for i in range(4))
+    end = start + span
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(grouped, "FEW_GROUPS", few)
+        groups = grouped.group_by([a, b])
+        gid, key_values = grouped.dense_group_ids([a, b])
+        order = grouped.id_time_order(gid, len(key_values[0]), start, end)
+    assert groups.order.tolist() == np.lexsort((b, a)).tolist()
+    assert [k.tolist() for k in groups.keys] == [k.tolist() for k in key_values]
+    assert groups.label().tolist() == gid.tolist()
+    assert order.tolist() == np.lexsort((end, start, gid)).tolist()
 
 
 def test_stddev_and_median_follow_the_reference_example():

@@ -1,4 +1,5 @@
-"""Grouped statistics by sort + ``reduceat``.
+"""Grouped statistics by sort (or, for few groups, a radix sort by group and a selection of each
+median) + ``reduceat``.
 
 Groups are given by one or more integer key arrays (the first is the most significant).
 Statistics: count, sum, mean, median (mean of the two middle values for an even count),
@@ -13,7 +14,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from asysstats.compute.distinct import Coded, distinct
+from asysstats.compute.distinct import Coded, distinct, tie_order
 
 
 class Groups:
@@ -63,11 +64,14 @@ class Groups:
 
 
 def group_by(keys: Sequence[np.ndarray], values: np.ndarray | None = None) -> Groups:
-    """Group rows by ``keys``; within a group rows are sorted by ``values`` when given."""
+    """Group rows by ``keys``; within a group rows are sorted by ``values`` when given, else kept
+    in their order (integer keys: by :func:`groups_of_ids`)."""
     keys = [np.asarray(k) for k in keys]
     n = len(keys[0]) if keys else (0 if values is None else len(values))
     if n == 0:
         return Groups(np.zeros(1, np.int64), tuple(k[:0] for k in keys), np.empty(0, np.int64))
+    if values is None and keys and all(k.dtype.kind in "iu" for k in keys):
+        return groups_of_ids(*dense_group_ids(keys))
     sort_keys = ([np.asarray(values)] if values is not None else []) + keys[::-1]
     order = np.lexsort(sort_keys) if sort_keys else np.arange(n)
     change = np.zeros(n, dtype=bool)
@@ -80,6 +84,8 @@ def group_by(keys: Sequence[np.ndarray], values: np.ndarray | None = None) -> Gr
     return Groups(bounds, tuple(k[order[starts]] for k in keys), order)
 
 
+FEW_GROUPS = (1 << 16) - 1  # groups numbered in 16 bits, which numpy's stable sort orders by radix
+SELECTION_ROWS = 64  # rows a group on average, for a selection per group to beat one sort of all
 DEVIATION_ROWS = 1 << 18  # rows of :func:`squared_deviations` at a time
 LARGE = 1 << 40  # groups of values this large are summarised about their minimum: float64 keeps the deviations
 Key = np.ndarray | Coded  # a key column: per-row values, or coded
@@ -117,16 +123,27 @@ def key_coded(key: Key, narrow: bool) -> Coded:
 def grouped_stats(keys: Sequence[Key], values: np.ndarray) -> tuple[Groups, dict[str, np.ndarray]]:
     """Count, sum, mean, median, min, max and population stddev of ``values`` per group.
 
-    Integer values take a fast path: (group, value) packed into one int64 and sorted by timsort
-    (several times faster than ``lexsort``, and than quicksort on rows in time order); other
-    values are lexsorted."""
+    Integer values take a fast path. Few groups (:data:`FEW_GROUPS`, each of
+    :data:`SELECTION_ROWS` rows or more on average): the rows are put in group order by a radix
+    sort of their 16-bit group numbers and each median is selected (``partition``), linear where a
+    sort is not (5.6 M API calls in 14 groups: 0.29 -> 0.13 s). Otherwise (group, value) is packed
+    into one int64 and sorted by timsort (several times faster than ``lexsort``, and than quicksort
+    on rows in time order). Other values are lexsorted."""
     values = np.asarray(values)
     if len(values) and values.dtype.kind in "iu" and keys \
             and all(isinstance(k, Coded) or np.asarray(k).dtype.kind in "iu" for k in keys):
         gid, key_values = dense_group_ids(keys)
         values = values.astype(np.int64, copy=False)
+        count = len(key_values[0])
+        if count <= FEW_GROUPS and len(values) >= SELECTION_ROWS * count:
+            by_group = groups_of_ids(gid, key_values)
+            bounds, grouped = by_group.bounds, values[by_group.order]
+            del by_group  # its order goes before the statistics' temporaries
+            stats = stats_of_ordered(bounds, grouped, each_sorted=False)
+            order = functools.partial(np.lexsort, (values, gid))  # by value within a group, when asked
+            return Groups(bounds, key_values, order, gid), stats
         low, high = int(values.min()), int(values.max())
-        group_bits = max(len(key_values[0]), 1).bit_length()
+        group_bits = max(count, 1).bit_length()
         if 0 <= low and high.bit_length() + group_bits < 63:
             low = 0  # packed as they are: one pass less
         shift = max(high - low, 1).bit_length()
@@ -134,12 +151,35 @@ def grouped_stats(keys: Sequence[Key], values: np.ndarray) -> tuple[Groups, dict
             ordered = np.left_shift(gid, shift)
             ordered += values - low if low else values
             ordered.sort(kind="stable")  # in place: each large temporary costs its page faults
-            bounds = np.searchsorted(ordered, np.arange(len(key_values[0]) + 1, dtype=np.int64) << shift)
+            bounds = np.searchsorted(ordered, np.arange(count + 1, dtype=np.int64) << shift)
             ordered &= (1 << shift) - 1
             stats = offset(stats_of_ordered(bounds, ordered), low) if low else stats_of_ordered(bounds, ordered)
             return Groups(bounds, key_values, functools.partial(packed_order, gid, values, shift), gid), stats
     groups = group_by([k.rows() if isinstance(k, Coded) else k for k in keys], values)
     return groups, stats_of_sorted(groups, values)
+
+
+def id_order(gid: np.ndarray, count: int) -> np.ndarray:
+    """The rows by dense id ``gid`` (below ``count``), stably. Ids below :data:`FEW_GROUPS` are
+    sorted as 16-bit numbers, which numpy's stable sort does by radix: 5.6 M rows in 8 groups of
+    two keys, 0.2-0.8 s by ``lexsort``, 0.11 s with the ids made."""
+    return np.argsort(gid.astype(np.uint16) if count <= FEW_GROUPS else gid, kind="stable")
+
+
+def id_time_order(gid: np.ndarray, count: int, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """``np.lexsort((end, start, gid))`` for dense ids ``gid`` below ``count``: the rows by
+    (start, end) (:func:`tie_order`, a stable sort of rows mostly in time order already), then
+    stably by id (:func:`id_order`). 5.6 M activities of 4 streams: 0.20 -> 0.10 s."""
+    by_time = tie_order(start, lambda rows: (end[rows],))
+    return by_time[id_order(gid[by_time], count)]
+
+
+def groups_of_ids(gid: np.ndarray, key_values: tuple[np.ndarray, ...]) -> Groups:
+    """The groups of dense ids ``gid``, rows in their order within a group."""
+    count = len(key_values[0])
+    bounds = np.zeros(count + 1, dtype=np.int64)
+    np.cumsum(np.bincount(gid, minlength=count), out=bounds[1:])
+    return Groups(bounds, key_values, id_order(gid, count))  # the ids are not kept: ``label`` makes them again
 
 
 def packed_order(gid: np.ndarray, values: np.ndarray, shift: int) -> np.ndarray:
@@ -154,9 +194,10 @@ def stats_of_sorted(groups: Groups, values: np.ndarray) -> dict[str, np.ndarray]
     return stats_of_ordered(groups.bounds, np.asarray(values)[groups.order])
 
 
-def stats_of_ordered(bounds: np.ndarray, ordered: np.ndarray) -> dict[str, np.ndarray]:
-    """Statistics of consecutive groups ``ordered[bounds[i]:bounds[i+1]]``, each sorted.
-    ``ordered`` is the caller's scratch: the squared deviations are written over it."""
+def stats_of_ordered(bounds: np.ndarray, ordered: np.ndarray, each_sorted: bool = True) -> dict[str, np.ndarray]:
+    """Statistics of consecutive groups ``ordered[bounds[i]:bounds[i+1]]``, each sorted unless
+    ``each_sorted`` is false (then the extremes are reduced and the medians selected, a group at a
+    time). ``ordered`` is the caller's scratch: the squared deviations are written over it."""
     size = np.diff(bounds)
     if len(size) == 0:
         empty_f = np.empty(0, dtype=np.float64)
@@ -164,12 +205,17 @@ def stats_of_ordered(bounds: np.ndarray, ordered: np.ndarray) -> dict[str, np.nd
                 "min": ordered[:0], "max": ordered[:0], "std": empty_f}
     lo = bounds[:-1]
     hi = bounds[1:] - 1
-    if np.abs(ordered[lo]).max() >= LARGE:  # timestamps: statistics of each group less its minimum
-        return offset(stats_of_ordered(bounds, ordered - np.repeat(ordered[lo], size)), ordered[lo])
+    low = ordered[lo] if each_sorted else np.minimum.reduceat(ordered, lo)
+    if np.abs(low).max() >= LARGE:  # timestamps: statistics of each group less its minimum
+        return offset(stats_of_ordered(bounds, ordered - np.repeat(low, size), each_sorted), low)
+    high = ordered[hi] if each_sorted else np.maximum.reduceat(ordered, lo)
     total = np.add.reduceat(ordered, lo)
     mean = total / size
-    median = (ordered[lo + (size - 1) // 2].astype(np.float64) + ordered[lo + size // 2].astype(np.float64)) / 2.0
-    low, high = ordered[lo], ordered[hi]
+    lower, upper = lo + (size - 1) // 2, lo + size // 2  # the two middle rows (one for an odd size)
+    if not each_sorted:
+        for start, stop in zip(lo.tolist(), bounds[1:].tolist()):  # a loop over the few groups
+            ordered[start:stop].partition([(stop - start - 1) // 2, (stop - start) // 2])
+    median = (ordered[lower].astype(np.float64) + ordered[upper].astype(np.float64)) / 2.0
     std = np.sqrt(np.add.reduceat(squared_deviations(ordered, mean, bounds), lo) / size)
     return {"count": size, "sum": total, "mean": mean, "median": median, "min": low, "max": high, "std": std}
 

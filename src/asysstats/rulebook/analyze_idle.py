@@ -23,7 +23,7 @@ from asysstats.analysis.declarations import ROWS, Option, Options, Rule, merged_
 from asysstats.analysis.inputs import Inputs
 from asysstats.analysis.launches import launch_rows, runtime_calls
 from asysstats.analysis.reads import CALL_READS, PPU_KINDS
-from asysstats.compute.grouped import dense_group_ids
+from asysstats.compute.grouped import dense_group_ids, id_time_order
 from asysstats.compute.intervals import open_counts, running_max_by_segment
 from asysstats.core.integers import INT64_MAX
 from asysstats.core.result import DECIMAL, INT, PERCENT, TEXT, Column, Frame
@@ -84,13 +84,14 @@ def streams(inputs: Inputs) -> Streams:
     activities = EventTable.concat([inputs.table(kind, STREAM_COLUMNS) for kind in PPU_KINDS],
                                    ("start", "end", "pid", "deviceId", "streamId", "correlationId"))
     calls = runtime_calls(inputs)
-    rows = launch_rows(calls, activities) if calls.rows else np.full(activities.rows, -1, np.int64)
-    launched = rows >= 0
-    launch = np.where(launched, calls["start"][np.maximum(rows, 0)] if calls.rows else 0, 0)
     group, keys = dense_group_ids([activities["pid"], activities["deviceId"], activities["streamId"]])
     start, end = activities["start"], np.maximum(activities["end"], activities["start"])
-    order = np.lexsort((end, start, group))
-    return Streams(keys, group[order], start[order], end[order], launch[order], launched[order])
+    order = id_time_order(group, len(keys[0]), start, end)
+    rows = launch_rows(calls, activities)[order] if calls.rows else np.full(activities.rows, -1, np.int64)
+    launched = rows >= 0
+    launch = np.where(launched, calls["start"][np.maximum(rows, 0)] if calls.rows else 0, 0)
+    ordered_group = np.repeat(np.arange(len(keys[0])), np.bincount(group, minlength=len(keys[0])))
+    return Streams(keys, ordered_group, start[order], end[order], launch, launched)
 
 
 def key_columns(keys: tuple[np.ndarray, ...], group: np.ndarray) -> Frame:

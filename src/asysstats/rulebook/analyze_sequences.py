@@ -18,7 +18,7 @@ from asysstats.analysis.declarations import BASE, DEVICE, MANGLED, ROWS, Option,
 from asysstats.analysis.inputs import Inputs
 from asysstats.analysis.reads import KERNEL_NAME_READS
 from asysstats.compute.distinct import distinct
-from asysstats.compute.grouped import dense_group_ids
+from asysstats.compute.grouped import dense_group_ids, id_time_order
 from asysstats.core.result import INT, TEXT, Column, Frame
 from asysstats.rulebook.kernels import kernel_name_key, on_devices
 
@@ -52,14 +52,6 @@ def window_keys(codes: np.ndarray, first: np.ndarray, length: int, names: int) -
     return key
 
 
-def stream_order(stream: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
-    """The rows by stream, then start, then end (a stable sort by stream alone when the rows are in
-    (start, end) order already, as the readers keep them)."""
-    if len(start) < 2 or bool(np.all((start[1:] > start[:-1]) | ((start[1:] == start[:-1]) & (end[1:] >= end[:-1])))):
-        return np.argsort(stream, kind="stable")
-    return np.lexsort((end, start, stream))
-
-
 SEQUENCE_COLUMNS = (
     Column("Count", INT, "Occurrences of the sequence (windows of consecutive kernels on one stream)"),
     Column("Total Time (ns)", INT, "Sum over the occurrences of the durations of their kernels"),
@@ -74,8 +66,8 @@ def ppu_kernel_sequences(inputs: Inputs, options: SequenceOptions) -> Frame:
     kernels = on_devices(inputs.table("kernels", COLUMNS + (("mangledName",) if options.mangled else ())
                                       + ("demangledName",)), options.device)
     names = kernel_name_key(inputs, kernels, name_mode(options))
-    stream, _ = dense_group_ids([kernels["globalPid"], kernels["deviceId"], kernels["streamId"]])
-    order = stream_order(stream, kernels["start"], kernels["end"])
+    stream, stream_keys = dense_group_ids([kernels["globalPid"], kernels["deviceId"], kernels["streamId"]])
+    order = id_time_order(stream, len(stream_keys[0]), kernels["start"], kernels["end"])
     stream, codes = stream[order], names.codes[order].astype(np.int64)
     start, end = kernels["start"][order], kernels["end"][order]
     n, length = len(order), options.length
