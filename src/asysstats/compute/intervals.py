@@ -14,6 +14,8 @@ import numpy as np
 
 from asysstats.compute.distinct import distinct, distinct_sorted, tie_order
 
+Intervals = tuple[np.ndarray, np.ndarray]  # (starts, ends), as the functions below take and give them
+
 
 def union(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Disjoint, sorted segments covering the same time as the input intervals."""

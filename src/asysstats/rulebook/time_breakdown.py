@@ -22,7 +22,7 @@ from asysstats.analysis.names import kernel_name_ids
 from asysstats.analysis.reads import CALL_READS, KERNEL_COLUMNS
 from asysstats.compute.distinct import distinct, distinct_sorted
 from asysstats.compute.grouped import share_percent
-from asysstats.compute.intervals import merged_segments, segments_difference, segments_length, union
+from asysstats.compute.intervals import Intervals, merged_segments, segments_difference, segments_length, union
 from asysstats.core.regexes import compile_user_regex, search_each
 from asysstats.core.result import INT, PERCENT, TEXT, Column, Frame
 from asysstats.core.strings import StringPool
@@ -86,11 +86,14 @@ def bucketed_activities(inputs: Inputs, options: BreakdownOptions) -> dict[str, 
     return {name: np.concatenate(values) for name, values in out.items()}
 
 
-def breakdown(start: np.ndarray, end: np.ndarray, bucket: np.ndarray) -> dict[str, int]:
-    """The time of each of :data:`TYPES` for one set of activities: the union of each bucket made
-    once, and the unions of several buckets from those."""
-    comp, comm, copy = (union(start[bucket == kind], end[bucket == kind])
-                        for kind in (COMPUTATION, COMMUNICATION, MEMCPY))
+def bucket_unions(start: np.ndarray, end: np.ndarray, bucket: np.ndarray) -> tuple[Intervals, ...]:
+    """The union of the computation, communication and memcpy buckets of one set of activities."""
+    return tuple(union(start[bucket == kind], end[bucket == kind]) for kind in (COMPUTATION, COMMUNICATION, MEMCPY))
+
+
+def breakdown(comp: Intervals, comm: Intervals, copy: Intervals) -> dict[str, int]:
+    """The time of each of :data:`TYPES` for one set of activities, from its :func:`bucket_unions`
+    (the unions of several buckets are merged from those)."""
     device_work = merged_segments(comp, comm)
     seg_start, seg_end = merged_segments(device_work, copy)
     total = int(seg_end[-1] - seg_start[0]) if len(seg_start) else 0
@@ -103,13 +106,19 @@ def breakdown(start: np.ndarray, end: np.ndarray, bucket: np.ndarray) -> dict[st
 
 
 def time_breakdown(inputs: Inputs, options: BreakdownOptions) -> Frame:
+    """The rows of all devices, then of each device. The buckets' unions of all devices are merged
+    from each device's: no union of every row is made."""
     acts = bucketed_activities(inputs, options)
-    groups = [(ALL, np.ones(len(acts["start"]), dtype=bool))] if len(acts["start"]) else []
-    groups += [(str(dev), acts["deviceId"] == dev) for dev in distinct_sorted(np.sort(acts["deviceId"]))]
+    groups = []
+    for dev in distinct_sorted(np.sort(acts["deviceId"])):
+        rows = acts["deviceId"] == dev
+        groups.append((str(dev), bucket_unions(acts["start"][rows], acts["end"][rows], acts["bucket"][rows])))
+    if groups:
+        groups.insert(0, (ALL, tuple(merged_segments(*(unions[kind] for _, unions in groups)) for kind in range(3))))
     types: list[str]
     labels, types, times, shares = [], [], [], []
-    for label, rows in groups:
-        figures = breakdown(acts["start"][rows], acts["end"][rows], acts["bucket"][rows])
+    for label, unions in groups:
+        figures = breakdown(*unions)
         labels += [label] * len(TYPES)
         types += TYPES
         times += [figures[kind] for kind in TYPES]

@@ -17,7 +17,7 @@ from asysstats.analysis.inputs import Inputs
 from asysstats.analysis.launches import earliest_launches
 from asysstats.compute.distinct import distinct_sorted
 from asysstats.compute.grouped import share_percent
-from asysstats.compute.intervals import segments_length, segments_overlap, start_order_gaps, union
+from asysstats.compute.intervals import Intervals, segments_length, segments_overlap, start_order_gaps, union
 from asysstats.core.result import INT, PERCENT, TEXT, Column, Frame
 from asysstats.core.tables import NA, EventTable
 from asysstats.rulebook.kernels import on_devices
@@ -27,7 +27,6 @@ ACTIVITY_COLUMNS = ("start", "end", "deviceId")
 CALL_COLUMNS = ("start", "end", "globalTid", "correlationId")
 KERNEL_READ = ACTIVITY_COLUMNS + ("correlationId", "globalPid")
 READS = {"kernels": KERNEL_READ, "memcpy": ACTIVITY_COLUMNS, "memset": ACTIVITY_COLUMNS, "runtime": CALL_COLUMNS}
-Intervals = tuple[np.ndarray, np.ndarray]
 
 
 @dataclass(frozen=True)
