@@ -14,10 +14,10 @@ import numpy as np
 
 from asysstats.compute.distinct import distinct, distinct_sorted, tie_order
 
-Intervals = tuple[np.ndarray, np.ndarray]  # (starts, ends), as the functions below take and give them
+Intervals = tuple[np.ndarray, np.ndarray]  # (starts, ends) of intervals or segments
 
 
-def union(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def union(starts: np.ndarray, ends: np.ndarray) -> Intervals:
     """Disjoint, sorted segments covering the same time as the input intervals."""
     starts = np.asarray(starts, dtype=np.int64)
     ends = np.asarray(ends, dtype=np.int64)
@@ -34,7 +34,7 @@ def union(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     return s[first], e[last]
 
 
-def merged_segments(*sets: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+def merged_segments(*sets: Intervals) -> Intervals:
     """The :func:`union` of several sets of segments, each from :func:`union`: the same segments
     as the union of all their intervals, from far fewer rows."""
     return union(np.concatenate([starts for starts, _ in sets]), np.concatenate([ends for _, ends in sets]))
@@ -126,14 +126,14 @@ def segments_overlap(sa: np.ndarray, ea: np.ndarray, sb: np.ndarray, eb: np.ndar
     return int((cumulative_cover(sb, eb, ea) - cumulative_cover(sb, eb, sa)).sum())
 
 
-def difference(a_starts, a_ends, b_starts, b_ends) -> tuple[np.ndarray, np.ndarray]:
+def difference(a_starts, a_ends, b_starts, b_ends) -> Intervals:
     """Disjoint, sorted segments of the time covered by intervals A and by no interval of B
     (``∪A − ∪B``)."""
     return segments_difference(*union(a_starts, a_ends), *union(b_starts, b_ends))
 
 
 def segments_difference(sa: np.ndarray, ea: np.ndarray, sb: np.ndarray, eb: np.ndarray
-                        ) -> tuple[np.ndarray, np.ndarray]:
+                        ) -> Intervals:
     """:func:`difference` of two sets of disjoint, sorted segments (from :func:`union`). One sweep
     over the boundaries of both: after the last boundary at each instant, a stretch belongs to the
     result while A covers it and B does not."""
@@ -183,7 +183,7 @@ def summed_busy_per_window(starts: np.ndarray, ends: np.ndarray, edges: np.ndarr
     return np.diff(before)
 
 
-def gaps(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def gaps(starts: np.ndarray, ends: np.ndarray) -> Intervals:
     """Idle gaps ``[gap_start, gap_end)`` between the intervals: the stretches between the
     segments of their union, cut at every zero-length interval inside them (an activity of no
     duration is still an activity). Backwards intervals (end < start) are ignored."""
