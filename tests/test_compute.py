@@ -160,6 +160,35 @@ def test_dense_group_ids_number_key_tuples_in_order(rows, forms):
     assert [c.tolist() for c in columns] == [[r[i] for r in rows] for i in range(3)]  # keys left as they were
 
 
+@SETTINGS
+@given(st.lists(st.tuples(st.integers(0, 4), st.integers(-3, 3), st.integers(0, 2)), max_size=40))
+def test_group_heads_are_the_first_rows_of_lexsort_groups(rows):
+    # ties in both keys fall to the earliest row, as lexsort's stable order has it
+    gid = np.array([r[0] for r in rows], dtype=np.int64)
+    start, tie = (np.array([r[i] for r in rows], dtype=np.int64) for i in (1, 2))
+    dense, _ = grouped.dense_group_ids([gid])
+    count = len(np.unique(gid))
+    order = np.lexsort((tie, start, dense))
+    heads = order[np.r_[True, dense[order][1:] != dense[order][:-1]]] if len(rows) else order
+    assert grouped.group_heads(dense, count, [start, tie]).tolist() == heads.tolist()
+
+
+@pytest.mark.parametrize("few", [True, False])
+def test_float_keys_are_grouped_as_np_unique_groups_them(monkeypatch, few):
+    # NaNs are one value, -0.0 is 0.0; few distinct values are found by a binary search among them,
+    # more than FEW_FLOATS by np.unique's sort (here forced to 2)
+    monkeypatch.setattr(grouped, "FEW_FLOATS", 1 << 16 if few else 2)
+    floats = np.array([0.5, np.nan, -0.0, np.inf, 0.0, np.nan, -np.inf, 0.5, 2.0, -3.25])
+    ints = np.array([1, 1, 1, 2, 1, 1, 1, 1, 2, 2])
+    gid, (float_values, int_values) = grouped.dense_group_ids([floats, ints])
+    expected = np.unique(np.stack([np.unique(floats, return_inverse=True)[1], ints], axis=1), axis=0,
+                         return_inverse=True)[1]
+    assert gid.tolist() == expected.reshape(-1).tolist()
+    assert float_values.tolist()[:5] == [-np.inf, -3.25, 0.0, 0.5, 2.0] and np.isnan(float_values[-1])
+    assert int_values.tolist() == [1, 2, 1, 1, 2, 2, 1]
+    assert grouped.key_coded(floats, narrow=True).codes.dtype == (np.uint8 if few else np.int64)
+
+
 def test_grouping_by_six_keys_holds_few_arrays_of_a_value_per_row():
     rows = 400_000
     group = np.random.default_rng(3).integers(0, 2000, rows)
@@ -272,6 +301,15 @@ def test_covered_length_by_group(rows):
     got = intervals.covered_length_by_group(g, s, e, 3)
     for k in range(3):
         assert got[k] == len(covered([(r[1], r[2]) for r in rows if r[0] == k]))
+
+
+@SETTINGS
+@given(st.lists(st.tuples(st.integers(0, 3), st.sampled_from([0, 1, 7, 2 ** 40, 2 ** 61])), max_size=30))
+def test_group_start_order_is_lexsort_by_group_then_start(rows):
+    # starts spread past 2 ** 60 do not pack with the groups into an int64: then lexsort itself
+    group = np.array([r[0] for r in rows], dtype=np.int64)
+    start = np.array([r[1] for r in rows], dtype=np.int64)
+    assert intervals.group_start_order(group, start).tolist() == np.lexsort((start, group)).tolist()
 
 
 @SETTINGS

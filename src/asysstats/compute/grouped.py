@@ -14,7 +14,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from asysstats.compute.distinct import Coded, distinct, tie_order
+from asysstats.compute.distinct import Coded, distinct, narrowed, tie_order
 
 
 class Groups:
@@ -87,6 +87,7 @@ def group_by(keys: Sequence[np.ndarray], values: np.ndarray | None = None) -> Gr
 FEW_GROUPS = (1 << 16) - 1  # groups numbered in 16 bits, which numpy's stable sort orders by radix
 SELECTION_ROWS = 64  # rows a group on average, for a selection per group to beat one sort of all
 DEVIATION_ROWS = 1 << 18  # rows of :func:`squared_deviations` at a time
+FEW_FLOATS = 1 << 16  # distinct floats of a key found by a binary search among them, not by sorting the rows
 LARGE = 1 << 40  # groups of values this large are summarised about their minimum: float64 keeps the deviations
 Key = np.ndarray | Coded  # a key column: per-row values, or coded
 
@@ -112,12 +113,20 @@ def dense_group_ids(keys: Sequence[Key]) -> tuple[np.ndarray, tuple[np.ndarray, 
 
 def key_coded(key: Key, narrow: bool) -> Coded:
     """A key column as coded (integers by :meth:`Coded.of`, with ``narrow`` codes when asked;
-    other values by :func:`numpy.unique`)."""
+    floats of at most :data:`FEW_FLOATS` distinct values by a binary search among them, which
+    numpy finds by hashing: 5.4 M values of 29 distinct 1.1 -> 0.2 s against an argsort; other
+    values by :func:`numpy.unique`). NaNs are one value, and -0.0 is 0.0, as ``np.unique`` has them."""
     if isinstance(key, Coded):
         return key
-    if np.asarray(key).dtype.kind in "iu":
-        return Coded.of(key, narrow)
-    return Coded(*np.unique(key, return_inverse=True))
+    values = np.asarray(key)
+    if values.dtype.kind in "iu":
+        return Coded.of(values, narrow)
+    if values.dtype.kind == "f":
+        uniq = np.unique(values)
+        if len(uniq) <= FEW_FLOATS:
+            return Coded(uniq, narrowed(np.searchsorted(uniq, values), len(uniq)) if narrow
+                         else np.searchsorted(uniq, values))
+    return Coded(*np.unique(values, return_inverse=True))
 
 
 def grouped_stats(keys: Sequence[Key], values: np.ndarray) -> tuple[Groups, dict[str, np.ndarray]]:
@@ -157,6 +166,24 @@ def grouped_stats(keys: Sequence[Key], values: np.ndarray) -> tuple[Groups, dict
             return Groups(bounds, key_values, functools.partial(packed_order, gid, values, shift), gid), stats
     groups = group_by([k.rows() if isinstance(k, Coded) else k for k in keys], values)
     return groups, stats_of_sorted(groups, values)
+
+
+def group_heads(gid: np.ndarray, count: int, keys: Sequence[np.ndarray]) -> np.ndarray:
+    """Per group of dense ids ``gid`` (below ``count``), the row that comes first in the order of
+    the integer ``keys`` (most significant first), then of rows: the first row of each group in
+    ``np.lexsort((*reversed(keys), gid))``, found by a minimum per group and key instead of a
+    sort (6 M rows in 200 K groups, by start: 0.72 -> 0.04 s)."""
+    rows = np.arange(len(gid))
+    group = np.asarray(gid)
+    for key in keys:
+        values = np.asarray(key)[rows] if len(rows) < len(gid) else np.asarray(key)
+        least = np.full(count, np.iinfo(values.dtype).max, dtype=values.dtype)
+        np.minimum.at(least, group, values)
+        tied = values == least[group]
+        rows, group = rows[tied], group[tied]
+    first = np.full(count, len(gid), dtype=np.int64)
+    np.minimum.at(first, group, rows)
+    return first
 
 
 def id_order(gid: np.ndarray, count: int) -> np.ndarray:

@@ -53,26 +53,35 @@ def segments_length(starts: np.ndarray, ends: np.ndarray) -> int:
 def covered_length_by_group(group: np.ndarray, starts: np.ndarray, ends: np.ndarray, n_groups: int) -> np.ndarray:
     """Time covered by the union of each group's intervals (``group`` in ``0..n_groups-1``).
 
-    One stable sort by ``(group, start)`` (packed into one key when it fits; fast on the
-    nearly sorted input that time-ordered tables give), then :func:`covered_length_sorted`."""
+    One stable sort by ``(group, start)`` (:func:`group_start_order`), then
+    :func:`covered_length_sorted`."""
     group = np.asarray(group, dtype=np.int64)
     starts = np.asarray(starts, dtype=np.int64)
     ends = np.asarray(ends, dtype=np.int64)
     if len(group) == 0:
         return np.zeros(n_groups, dtype=np.int64)
-    base = int(starts.min())
-    span = int(starts.max()) - base + 1
-    if span * n_groups < 1 << 62:
-        key = group * span
-        key -= base  # before the starts: no step leaves int64
-        key += starts
-        order = np.argsort(key, kind="stable")
-        del key
-    else:
-        order = np.lexsort((starts, group))
+    order = group_start_order(group, starts)
     group, starts, ends = group[order], starts[order], ends[order]
     del order
     return covered_length_sorted(group, starts, ends, n_groups)
+
+
+def group_start_order(group: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """``np.lexsort((starts, group))`` for non-negative integer groups: one stable sort of
+    ``(group, start)`` packed into one int64 when it fits, which timsort does in near-linear
+    time on the nearly sorted input that time-ordered tables give."""
+    group = np.asarray(group, dtype=np.int64)
+    starts = np.asarray(starts, dtype=np.int64)
+    if len(group) == 0:
+        return np.empty(0, np.int64)
+    base = int(starts.min())
+    span = int(starts.max()) - base + 1
+    if span * (int(group.max()) + 1) >= 1 << 62:
+        return np.lexsort((starts, group))
+    key = group * span
+    key -= base  # before the starts: no step leaves int64
+    key += starts
+    return np.argsort(key, kind="stable")
 
 
 def covered_length_sorted(group: np.ndarray, starts: np.ndarray, ends: np.ndarray, n_groups: int) -> np.ndarray:

@@ -23,7 +23,7 @@ from asysstats.analysis.operators.analysis import READS, Analysis, analyse, inst
 from asysstats.analysis.operators.catalog import GEMM, MOE
 from asysstats.analysis.operators.common import MOE_MERGE, REQUIRES, AnalysisOptions, sorted_order
 from asysstats.analysis.operators.model import DEFAULT_FIELD, moe_work, peak_arrays
-from asysstats.compute.grouped import group_by, grouped_stats, share_percent
+from asysstats.compute.grouped import group_by, group_heads, grouped_stats, share_percent
 from asysstats.compute.intervals import enclosing_pairs, set_difference
 from asysstats.core.result import INT, PERCENT, TEXT, Column, Frame
 
@@ -83,16 +83,14 @@ def moe_frame(inputs: Inputs, options: MoeOptions) -> Frame:
     n = len(inst_ids)
     duration = acts["end"][a] - acts["start"][a]
     time = np.bincount(inst, weights=duration, minlength=n)
-    head = np.lexsort((acts["start"][a], inst))
-    head = head[np.r_[True, inst[head][1:] != inst[head][:-1]]] if len(head) else head
+    head = group_heads(inst, n, [acts["start"][a]])  # each instance's first activity
     source, device = r[head], acts["deviceId"][a[head]]
     first, second = unit_times(gemm_units(an)[a], inst, acts["start"][a], duration, n)
     flops, load, store = gemm_works(an, an.op("parsed", source))
     peak, bandwidth = peak_arrays(inputs, device, np.full(n, DEFAULT_FIELD), np.ones(n, dtype=bool))
     groups, stats = grouped_stats([an.op("key", source)], time.astype(np.int64))
     label = groups.label() if n else np.empty(0, np.int64)
-    order = np.lexsort((acts["aid"][a[head]], acts["start"][a[head]], label))
-    earliest = order[np.r_[True, label[order][1:] != label[order][:-1]]] if n else order
+    earliest = group_heads(label, groups.count, [acts["start"][a[head]], acts["aid"][a[head]]])
     frame = {"Total Time (ns)": stats["sum"], "Percent (%)": share_percent(stats["sum"], float(stats["sum"].sum())),
              "Instances": stats["count"], "Avg (ns)": stats["mean"], "Med (ns)": stats["median"],
              "Min (ns)": stats["min"], "Max (ns)": stats["max"], "StdDev (ns)": stats["std"],

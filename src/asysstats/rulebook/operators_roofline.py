@@ -25,8 +25,8 @@ from asysstats.analysis.inputs import Inputs
 from asysstats.analysis.operators.analysis import READS, Analysis, analyse
 from asysstats.analysis.operators.common import OP, REQUIRES, AnalysisOptions, order_by, sorted_order
 from asysstats.analysis.operators.model import peak_arrays
-from asysstats.compute.grouped import dense_group_ids
-from asysstats.compute.intervals import covered_length_by_group
+from asysstats.compute.grouped import dense_group_ids, group_heads
+from asysstats.compute.intervals import covered_length_sorted, group_start_order
 from asysstats.core.result import FIGURE, INT, PERCENT, TEXT, Column, Frame
 
 if TYPE_CHECKING:
@@ -65,9 +65,13 @@ def range_times(an: Analysis) -> RangeTimes:
     pairs, acts = an.pairs, an.acts
     starts = acts["start"][pairs.activity_row]
     ends = np.maximum(acts["end"][pairs.activity_row], starts)
-    time = covered_length_by_group(pairs.range_row, starts, ends, an.ops.rows)
-    order = np.lexsort((starts, pairs.range_row))
-    head = order[np.r_[True, pairs.range_row[order][1:] != pairs.range_row[order][:-1]]] if len(order) else order
+    order = group_start_order(pairs.range_row, starts)  # the union's order, and each range's first activity
+    ranked = pairs.range_row[order]
+    head = order[np.r_[True, ranked[1:] != ranked[:-1]]] if len(order) else order
+    starts, ends = starts[order], ends[order]
+    del order
+    time = covered_length_sorted(ranked, starts, ends, an.ops.rows)
+    del ranked, starts, ends
     device = np.full(an.ops.rows, -1, dtype=np.int64)
     device[pairs.range_row[head]] = acts["deviceId"][pairs.activity_row[head]]
     rows = np.flatnonzero((time > 0) & (an.ops["entry"] >= 0))
@@ -127,8 +131,7 @@ def roofline_frame(inputs: Inputs, options: RooflineOptions) -> Frame:
 
 def first_instance(an: Analysis, rows: np.ndarray, label: np.ndarray, n: int) -> np.ndarray:
     """Per group, the position (in ``rows``) of its earliest instance."""
-    order = np.lexsort((an.ops["rangeId"][rows], an.ops["start"][rows], label))
-    return order[np.r_[True, label[order][1:] != label[order][:-1]]] if len(order) else np.empty(0, np.int64)
+    return group_heads(label, n, [an.ops["start"][rows], an.ops["rangeId"][rows]])
 
 
 CACHE_HINT = {"Compute Peak (%)": "", "Memory Peak (%)": "; data served from cache also passes it"}

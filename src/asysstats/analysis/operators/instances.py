@@ -22,7 +22,7 @@ from asysstats.analysis.operators.catalog import OTHERS
 from asysstats.analysis.operators.model import DEFAULT_FIELD, peak_arrays
 from asysstats.analysis.operators.parsers import CUSTOM, FRAMEWORK_CLAIM, LIBRARY_CLAIM
 from asysstats.compute.distinct import distinct
-from asysstats.compute.grouped import grouped_stats
+from asysstats.compute.grouped import group_heads, grouped_stats
 from asysstats.compute.intervals import covered_length_by_group
 from asysstats.core.tables import EventTable
 
@@ -180,8 +180,7 @@ class Grouped:
     @functools.cached_property
     def first(self) -> np.ndarray:
         t = self.inst.table
-        order = np.lexsort((t["opid"], t["start"], self.label))
-        return order[np.r_[True, self.label[order][1:] != self.label[order][:-1]]] if len(order) else order
+        return group_heads(self.label, self.count, [t["start"], t["opid"]])
 
     @functools.cached_property
     def active(self) -> np.ndarray:

@@ -29,8 +29,8 @@ from asysstats.analysis.activity import row_index
 from asysstats.analysis.operators.analysis import Analysis, instance_ids
 from asysstats.analysis.operators.catalog import OTHERS
 from asysstats.compute.distinct import distinct
-from asysstats.compute.grouped import group_by
-from asysstats.compute.intervals import covered_length_by_group, covered_length_sorted
+from asysstats.compute.grouped import dense_group_ids, group_heads
+from asysstats.compute.intervals import covered_length_by_group, covered_length_sorted, group_start_order
 
 NATIVE, IDLE = -2, -3  # L-slot keys of Native and Idle rows (real keys are string ids >= 0)
 
@@ -59,7 +59,7 @@ def spans(an: Analysis, idx: np.ndarray, layer: str) -> Spans:
     n = len(uniq)
     s, e = an.acts["start"][idx], np.maximum(an.acts["end"][idx], an.acts["start"][idx])
     pos = np.flatnonzero(has)
-    order = pos[np.lexsort((s[pos], label[pos]))]
+    order = pos[group_start_order(label[pos], s[pos])]
     head = order[np.r_[True, label[order][1:] != label[order][:-1]]] if len(order) else order
     end = np.full(n, np.iinfo(np.int64).min, dtype=np.int64)
     np.maximum.at(end, label[pos], e[pos])
@@ -153,11 +153,11 @@ def layered(an: Analysis, idx: np.ndarray) -> tuple[Breakdown, np.ndarray]:
 def summarise(items: dict[str, np.ndarray], keys: tuple[str, ...]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """Group items by ``keys``: per group the keys, ``time`` sum, ``count`` and the
     ``display`` of its earliest item; returns each item's group too."""
-    groups = group_by([items[k] for k in keys], items["start"])  # earliest item first in each group
-    label = groups.label() if groups.count else np.empty(0, np.int64)
-    out = dict(zip(keys, groups.keys))
-    out["time"] = np.bincount(label, weights=items["time"], minlength=groups.count)
-    out["count"] = np.bincount(label, minlength=groups.count).astype(np.int64)
-    out["display"] = groups.first(items["display"])
+    label, values = dense_group_ids([items[k] for k in keys])
+    count = len(values[0])
+    out = dict(zip(keys, values))
+    out["time"] = np.bincount(label, weights=items["time"], minlength=count)
+    out["count"] = np.bincount(label, minlength=count).astype(np.int64)
+    out["display"] = items["display"][group_heads(label, count, [items["start"]])]
     return label, out
 
