@@ -124,8 +124,8 @@ def key_coded(key: Key, narrow: bool) -> Coded:
     if values.dtype.kind == "f":
         uniq = np.unique(values)
         if len(uniq) <= FEW_FLOATS:
-            return Coded(uniq, narrowed(np.searchsorted(uniq, values), len(uniq)) if narrow
-                         else np.searchsorted(uniq, values))
+            codes = np.searchsorted(uniq, values)
+            return Coded(uniq, narrowed(codes, len(uniq)) if narrow else codes)
     return Coded(*np.unique(values, return_inverse=True))
 
 
