@@ -6,9 +6,10 @@ from __future__ import annotations
 import csv
 import io
 import sqlite3
+from decimal import ROUND_HALF_UP, Decimal
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from conftest import corpus_params, run_cli
@@ -192,9 +193,11 @@ FAULTS = st.lists(st.tuples(st.booleans(), st.integers(1, 2 ** 47), st.integers(
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(COPIES, FAULTS)
+@example([(11, 89_500, 1), (12, 2_500, 2)], [])  # MB on a half: 0.0895 -> 0.090, 0.0025 -> 0.003
 def test_um_totals_against_brute_force(tmp_path_factory, copies, faults):
     """Random copies (kind, bytes, address) and faults (CPU or GPU, address, count): the migrated
-    bytes of the unified kinds 11 and 12 only, the faults, the extreme addresses of both."""
+    bytes of the unified kinds 11 and 12 only (MB to three decimals, the exact decimal a half away
+    from zero, docs/decisions.md D2), the faults, the extreme addresses of both."""
     writer = ReportWriter(tmp_path_factory.mktemp("um") / "um.sqlite", NSYS)
     writer.add("memcpy", start=list(range(len(copies))), end=list(range(1, len(copies) + 1)), deviceId=0,
                copyKind=[kind for kind, _, _ in copies], bytes=[size for _, size, _ in copies],
@@ -217,10 +220,9 @@ def test_um_totals_against_brute_force(tmp_path_factory, copies, faults):
     if not rows:
         return
     row = rows[0]
-    assert float(row["Total HtoD Migration Size (MB)"]) == pytest.approx(
-        sum(size for kind, size, _ in copies if kind == 11) / 1e6, abs=0.0005)
-    assert float(row["Total DtoH Migration Size (MB)"]) == pytest.approx(
-        sum(size for kind, size, _ in copies if kind == 12) / 1e6, abs=0.0005)
+    for column, kind in (("Total HtoD Migration Size (MB)", 11), ("Total DtoH Migration Size (MB)", 12)):
+        moved = Decimal(sum(size for copied, size, _ in copies if copied == kind)).scaleb(-6)
+        assert Decimal(row[column]) == moved.quantize(Decimal("0.001"), ROUND_HALF_UP)
     assert (int(row["Total CPU Page Faults"]), int(row["Total GPU PageFaults"])) == (len(cpu), sum(c for _, c in gpu))
     expected = (f"0x{min(addresses):X}", f"0x{max(addresses):X}")
     assert (row["Minimum Virtual Address"], row["Maximum Virtual Address"]) == expected
