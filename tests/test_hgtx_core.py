@@ -8,6 +8,7 @@ from pathlib import Path
 from unittest import mock
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -252,8 +253,15 @@ def test_covered_length_by_group_when_packed_keys_would_overflow():
     assert got.tolist() == [20, 0, 0, 8]
 
 
-def test_group_time_order_with_more_groups_than_a_radix_key_holds():
-    n = 1 << 16
+@given(st.lists(st.tuples(st.sampled_from([-5, 0, 7, 1 << 40, 3 << 56]), st.integers(0, 20)), max_size=60))
+def test_group_time_order_is_a_stable_sort_by_group_then_time(rows):
+    groups = np.array([g for g, _ in rows], dtype=np.int64)
+    times = np.array([t for _, t in rows], dtype=np.int64)
+    assert intervals.group_time_order(groups, times).tolist() == np.lexsort((times, groups)).tolist()
+
+
+@pytest.mark.parametrize("n", [1 << 16, (1 << 16) + 1])  # the most groups a 16-bit radix key holds, and one more
+def test_group_time_order_with_as_many_groups_as_a_radix_key_holds_and_more(n):
     groups = np.arange(n)[::-1].repeat(2)
     times = np.tile([5, 1], n)
     order = intervals.group_time_order(groups, times)

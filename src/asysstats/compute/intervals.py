@@ -350,17 +350,17 @@ def open_counts(group: np.ndarray, groups: int, start: np.ndarray, end: np.ndarr
 
 def group_time_order(group: np.ndarray, time: np.ndarray) -> np.ndarray:
     """The permutation sorting rows by (group, time), ties in row order. A stable sort by
-    time (fast on time-ordered tables) then a radix sort by the group's rank when there
-    are fewer than 65536 groups (threads), else ``lexsort``."""
+    time (fast on time-ordered tables) then a radix sort by the group's rank (its code from
+    :func:`distinct`, found without sorting the rows) when there are at most 65536 groups
+    (threads), else ``lexsort``."""
     group = np.asarray(group, dtype=np.int64)
     order = np.argsort(np.asarray(time, dtype=np.int64), kind="stable")
-    groups = distinct_sorted(np.sort(group))
+    groups, rank = distinct(group, narrow=True)
     if len(groups) <= 1:
         return order
-    if len(groups) >= 1 << 16:
+    if len(groups) > 1 << 16:
         return np.lexsort((time, group))
-    rank = np.searchsorted(groups, group[order]).astype(np.uint16)
-    return order[np.argsort(rank, kind="stable")]
+    return order[np.argsort(rank[order], kind="stable")]
 
 
 def group_order(group: np.ndarray) -> np.ndarray:
