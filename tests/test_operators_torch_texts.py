@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 
 from asysstats.analysis.operators.common import AnalysisOptions
 from asysstats.analysis.operators.merge import merge_key
-from asysstats.analysis.operators.parsers import AUTOGRAD_SPLIT, parse_builtin, parse_pytorch
+from asysstats.analysis.operators.parsers import AUTOGRAD_SPLIT, SHAPE_FIELDS, parse_builtin, parse_pytorch
 from asysstats.analysis.operators.recognise import custom_rules, recognise_ranges, recognise_text, type_filter
-from asysstats.analysis.operators.torch_texts import torch_fields, torch_keys, torch_mask
+from asysstats.analysis.operators.torch_texts import torch_fields, torch_keys, torch_mask, without_run_ids
 from asysstats.compute.arrow import from_texts
 from asysstats.core.strings import StringPool
 from asysstats.core.tables import EventTable
@@ -49,6 +49,36 @@ def test_torch_texts_match_the_parser(items: list[str]) -> None:
     fields_of = [dict(piece.partition(" = ")[::2] for piece in AUTOGRAD_SPLIT.split(t)[1:]) for t in chosen]
     for key, column in zip(wanted, got[1:]):
         assert column == [f[key].strip() if key in f else None for f in fields_of]
+
+
+run_id_values = st.sampled_from(["12", "-3", "12.5", "1a", "[]", "[(1, 0), (2, 0)]", "[[1]]", "[a, b = c]", "[1] x",
+                                 "", "7, x"])
+torch_texts = st.builds(lambda head, items: head + "".join(f", {k} = {v}" for k, v in items),
+                        st.sampled_from(["aten::mm", "aten::add_"]),
+                        st.lists(st.tuples(st.sampled_from(["seq", "op_id", "input_op_ids", "sizes", "alpha"]),
+                                           run_id_values), max_size=5))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(torch_texts, max_size=8))
+def test_texts_without_run_ids_keep_their_keys_and_shapes(items: list[str]) -> None:
+    """A text and its distinct text without run ids have the same merge key and the same shapes."""
+    chosen = [t for t, m in zip(items, torch_mask(from_texts(items))) if m]
+    distinct_texts, slots = without_run_ids(from_texts(chosen))
+    assert len(distinct_texts) == len(set(distinct_texts.to_pylist()))
+    assert torch_keys(distinct_texts, False).take(slots).to_pylist() == torch_keys(from_texts(chosen), False).to_pylist()
+    shapes = [{k: parse_pytorch(t).params[k] for k in ("op",) + SHAPE_FIELDS} for t in chosen]
+    assert [{k: parse_pytorch(distinct_texts[i].as_py()).params[k] for k in ("op",) + SHAPE_FIELDS}
+            for i in slots] == shapes
+
+
+def test_run_ids_go_only_as_whole_fields() -> None:
+    texts = ["aten::mm, seq = 1, op_id = 2, sizes = [[2]], input_op_ids = [(1, 0)]", "aten::mm, sizes = [[2]]",
+             "aten::mm, seq = 1.5, sizes = [[2]]", "aten::mm, input_op_ids = [a, b = c]"]
+    distinct_texts, slots = without_run_ids(from_texts(texts))
+    assert [distinct_texts[i].as_py() for i in slots] == ["aten::mm, sizes = [[2]]", "aten::mm, sizes = [[2]]",
+                                                         "aten::mm, seq = 1.5, sizes = [[2]]",
+                                                         "aten::mm, input_op_ids = [a, b = c]"]
 
 
 def test_fields_keep_their_commas_and_lose_outer_spaces() -> None:

@@ -37,7 +37,11 @@ def parsed_ids(pool: StringPool, parsed: Recognised, options: AnalysisOptions) -
     """Per parsed text: ``type``, ``key`` and ``display`` string ids."""
     keep_all = options.keeps_parameters("pytorch")
     kinds = parsed.ids(pool, lambda p: p.type, pool.intern([PYTORCH])[0])  # this order numbers the new ids
-    torch_keyed = pool.intern_texts(torch_keys(parsed.torch, keep_all))
+    if keep_all:
+        torch_keyed = pool.intern_texts(torch_keys(parsed.torch, keep_all))
+    else:  # the run ids are minor fields: texts without them have the same keys
+        distinct_texts, slots = parsed.torch_shapes
+        torch_keyed = pool.intern_texts(torch_keys(distinct_texts, keep_all))[slots]
     return {"type": kinds, "key": parsed.ids(pool, lambda p: merge_key(p, options), torch_keyed),
             "display": parsed.ids(pool, lambda p: p.display, parsed.torch_ids)}
 

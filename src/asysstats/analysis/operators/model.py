@@ -31,12 +31,10 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Collection
 
 import numpy as np
-import pyarrow.compute as pc
 
 from asysstats.analysis.operators.catalog import DEFAULT_DTYPE, DTYPES, PEAK_FIELDS, TABLE_PEAKS, find_device
 from asysstats.analysis.operators.parsers import FRAMEWORK_CLAIM, Parsed, number, parse_pytorch, python_list
 from asysstats.analysis.operators.torch_models import TorchCall, estimate
-from asysstats.compute.arrow import to_numpy
 from asysstats.compute.distinct import distinct
 from asysstats.core.strings import StringPool
 
@@ -49,8 +47,6 @@ DEFAULT_FIELD = PEAK_FIELDS.index(DTYPES[DEFAULT_DTYPE][1])  # the peak field of
 NO_FIELD = len(PEAK_FIELDS)  # work no listed peak applies to (FP64, Kineto's FLOPs): compute utilisation unknown
 VECTOR_FIELD = "fp32"  # the peak of vector operators (elementwise, reductions, normalisations)
 ASSUMED_DTYPE = DEFAULT_DTYPE  # PyTorch operators whose types were not recorded (emit_nvtx), as other annotations
-# The per-run autograd ids of a PyTorch text (parsers.RUN_ID_TEXT, in RE2: no look-ahead).
-RUN_IDS_RE2 = r", (?:seq|op_id) = -?\d+\b|, input_op_ids = \[[^\]]*\]"
 
 
 @dataclass(frozen=True)
@@ -174,11 +170,9 @@ def text_work(pool: StringPool, parsed: Recognised) -> dict[str, np.ndarray]:
     recognised in bulk are modelled once per distinct text without its per-run ids."""
     eager = [work_or_reason(p) if p.claim != FRAMEWORK_CLAIM or p.family == "pytorch"
              else f"{p.library}: modelled where its library operators are" for p in parsed.eager]
-    stripped = pc.replace_substring_regex(parsed.torch, pattern=RUN_IDS_RE2, replacement="")
-    distinct_texts = pc.dictionary_encode(stripped)
+    distinct_texts, slots = parsed.torch_shapes
     torch_works = [work_or_reason(found) if (found := parse_pytorch(text)) else "no model"
-                   for text in distinct_texts.dictionary.to_pylist()]
-    slots = to_numpy(distinct_texts.indices, np.dtype(np.int32)).astype(np.int64)
+                   for text in distinct_texts.to_pylist()]
     works = eager + torch_works
     out = work_arrays([w if isinstance(w, Work) else None for w in works])
     labels = [w.model if isinstance(w, Work) else w for w in works]

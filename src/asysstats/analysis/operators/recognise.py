@@ -10,6 +10,7 @@ string, never per event.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Sequence
 
@@ -19,7 +20,7 @@ import regex
 
 from asysstats.analysis.operators.catalog import BUILTIN_TYPES, FRAMEWORK, KERNEL_TYPES, OTHERS, PYTORCH
 from asysstats.analysis.operators.parsers import CUSTOM, FRAMEWORK_CLAIM, Parsed, parse_builtin, parse_pytorch
-from asysstats.analysis.operators.torch_texts import torch_mask
+from asysstats.analysis.operators.torch_texts import torch_mask, without_run_ids
 from asysstats.compute.arrow import from_numpy
 from asysstats.compute.distinct import distinct
 from asysstats.core.errors import AsysError, quoted
@@ -111,6 +112,12 @@ class Recognised(Sequence[Parsed]):
 
     def __len__(self) -> int:
         return len(self.eager) + len(self.torch)
+
+    @functools.cached_property
+    def torch_shapes(self) -> tuple[pa.Array, np.ndarray]:
+        """The bulk PyTorch texts without their per-run ids (:func:`without_run_ids`): the distinct
+        texts, and the index of each bulk text among them."""
+        return without_run_ids(self.torch)
 
     def __getitem__(self, index: int) -> Parsed:  # type: ignore[override]
         if index < len(self.eager):

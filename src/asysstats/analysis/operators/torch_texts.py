@@ -20,6 +20,9 @@ from asysstats.compute.arrow import from_numpy, from_texts, text, to_numpy, vali
 
 SPACES = "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f "  # what str.strip() removes from ASCII text
 HEAD = r"^(?P<ns>[A-Za-z_]\w*)::[A-Za-z_][\w.]*(?:, \w+ = |$)"  # catalog.TORCH_NAME, the whole first piece
+# A run of whole per-run id fields (parsers.TORCH_MINOR): a number, or a list without "=" (so no field starts in
+# it), up to the next field or the end; the next field's start is kept (group 1).
+RUN_ID_FIELDS = r"(?:, (?:seq|op_id) = -?\d+|, input_op_ids = \[[^\]=]*\])+(, \w+ = |$)"
 
 
 def torch_mask(texts: pa.Array) -> np.ndarray:
@@ -89,6 +92,15 @@ def torch_keys(texts: pa.Array, keep_all: bool) -> pa.Array:
     np.cumsum(np.bincount(owner, minlength=len(texts)), out=per_text[1:])
     body = pc.binary_join(pa.ListArray.from_arrays(from_numpy(per_text), fields), text(","))
     return pc.binary_join_element_wise(text(f"{PYTORCH}|{PYTORCH}|op="), body, text(""))
+
+
+def without_run_ids(texts: pa.Array) -> tuple[pa.Array, np.ndarray]:
+    """PyTorch operator texts (those :func:`torch_mask` takes) without their per-run ids, as
+    distinct texts and the index of each text among them. Only whole fields are taken out, so
+    that a text's merge key (without minor fields) and its shapes are those of its distinct text:
+    600 K texts of a run share a few thousand."""
+    stripped = pc.dictionary_encode(pc.replace_substring_regex(texts, pattern=RUN_ID_FIELDS, replacement=r"\1"))
+    return stripped.dictionary, to_numpy(stripped.indices, np.dtype(np.int32)).astype(np.int64)
 
 
 def is_true(mask: pa.Array) -> np.ndarray:
