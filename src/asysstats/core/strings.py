@@ -101,16 +101,19 @@ class StringPool:
         if first[-1]:
             ids = self._register(pa.concat_arrays(dictionaries), keys=None if keys is None else np.concatenate(
                 [k if use else k[:0] for k, use in zip(keys, used)]))
-        out = np.full(len(column), MISSING, dtype=np.int64)
+        some_null = any(array.null_count for array in encoded)
+        out = np.full(len(column), MISSING, dtype=np.int64) if some_null else np.empty(len(column), np.int64)
         at = 0
         for number, array in enumerate(encoded):
-            if used[number]:
-                indices = to_numpy(array.indices, np.dtype(f"int{array.indices.type.bit_width}")) + first[number]
+            if used[number]:  # each chunk's indices taken as they are, into its own ids, in place
+                chunk_ids = ids[first[number]:first[number + 1]]
+                indices = to_numpy(array.indices, np.dtype(f"int{array.indices.type.bit_width}"))
+                target = out[at:at + len(array)]
                 if array.null_count:
                     valid = valid_mask(array.indices)
-                    out[at:at + len(array)][valid] = ids[indices[valid]]
+                    target[valid] = chunk_ids[indices[valid]]
                 else:
-                    out[at:at + len(array)] = ids[indices]
+                    np.take(chunk_ids, indices, out=target, mode="clip")  # "raise" would take into a copy
             at += len(array)
         return out
 
