@@ -10,7 +10,8 @@ header of each table gives it: a constant, not a cost per kernel) per million ke
 report's over the smaller one's (target 2: each within 20 %; not told where the smaller report's
 cost over start-up is within the noise, ``NOISE``); and peak RSS less start-up over the
 columns of the tables read (target 3: at most 2.5). Prints a Markdown table and the rules that
-miss each target.
+miss each target; of those that miss target 1, the ones that would meet it without the start-up
+of their process (the header's seconds, which the scan has no counterpart of).
 """
 
 from __future__ import annotations
@@ -66,12 +67,14 @@ def main() -> None:
     args = parser.parse_args()
     (small_head, small), (large_head, large) = read_table(args.small), read_table(args.large)
     missed: dict[str, list[str]] = {"1 (cold)": [], "1 (warm)": [], "2": [], "3": []}
-    print(f"| rule | (cold − write) / scan | (warm − write) / scan | cold, warm s and peak MB / M kernels over "
-          f"start-up ({small_head['kernels']:.1f} M → {large_head['kernels']:.1f} M) | larger / smaller "
-          "| (RSS − start-up) / columns |")
-    print("|---|---|---|---|---|---|")
+    start_up_bound: dict[str, list[str]] = {"1 (cold)": [], "1 (warm)": []}
+    print(f"| rule | (cold − write) / scan | (warm − write) / scan | the two less start-up | cold, warm s and "
+          f"peak MB / M kernels over start-up ({small_head['kernels']:.1f} M → {large_head['kernels']:.1f} M) "
+          "| larger / smaller | (RSS − start-up) / columns |")
+    print("|---|---|---|---|---|---|---|")
     for rule, row in large.items():
         cold, warm = row["(cold − write) / that scan"], row["(warm − write) / that scan"]
+        start_up = large_head["seconds"] * row["warm / that scan"] / row["warm (s)"]  # over a scan the table rounds
         memory = row["(RSS − start-up) / columns"]
         growth, ratios = "–", "–"
         if rule in small:
@@ -85,10 +88,16 @@ def main() -> None:
         for target, value, bound in (("1 (cold)", cold, COLD), ("1 (warm)", warm, WARM), ("3", memory, MEMORY)):
             if value > bound:
                 missed[target].append(rule)
-        print(f"| {rule} | {cold:.2f} | {warm:.2f} | {growth} | {ratios} | {memory:.2f} |")
+                if target in start_up_bound and value - start_up <= bound:
+                    start_up_bound[target].append(rule)
+        print(f"| {rule} | {cold:.2f} | {warm:.2f} | {cold - start_up:.2f}; {warm - start_up:.2f} | {growth} "
+              f"| {ratios} | {memory:.2f} |")
     print()
     for target, rules in missed.items():
         print(f"- target {target} missed by {len(rules)} of {len(large)}: {', '.join(rules) or 'none'}")
+        if target in start_up_bound:
+            bound = start_up_bound[target]
+            print(f"  - of them met less start-up by {len(bound)}: {', '.join(bound) or 'none'}")
 
 
 if __name__ == "__main__":
