@@ -98,14 +98,14 @@ def key_columns(keys: tuple[np.ndarray, ...], group: np.ndarray) -> Frame:
     return {"PID": keys[0][group], "Device ID": keys[1][group], "Stream ID": keys[2][group]}
 
 
-def idle_classes(s: Streams, kernel_wait_ns: int) -> tuple[np.ndarray, np.ndarray]:
+def idle_classes(all_streams: Streams, kernel_wait_ns: int) -> tuple[np.ndarray, np.ndarray]:
     """Per activity, the idle gap it ends (0 when none: first of its stream, or overlapping the
     activities before it) and that gap's class (an index of IDLE_CLASSES)."""
-    reach = running_max_by_segment(s.group, s.end)  # end of the stream's busy time so far
+    reach = running_max_by_segment(all_streams.group, all_streams.end)  # end of the stream's busy time so far
     previous = np.concatenate([[0], reach[:-1]])
-    follows = np.concatenate([[False], s.group[1:] == s.group[:-1]])
-    gap = np.where(follows, np.maximum(s.start - previous, 0), 0)
-    host = s.launched & (s.launch > previous)
+    follows = np.concatenate([[False], all_streams.group[1:] == all_streams.group[:-1]])
+    gap = np.where(follows, np.maximum(all_streams.start - previous, 0), 0)
+    host = all_streams.launched & (all_streams.launch > previous)
     kernel = ~host & (gap < kernel_wait_ns)
     return gap, np.where(host, 0, np.where(kernel, 1, 2))
 
@@ -119,17 +119,17 @@ IDLE_COLUMNS = KEYS + (
 
 
 def ppu_idle_breakdown(inputs: Inputs, options: IdleOptions) -> Frame:
-    s = streams(inputs)
-    gap, kind = idle_classes(s, int(options.kernel_wait * 1_000))
-    cell = s.group * len(IDLE_CLASSES) + kind
-    cells = s.count * len(IDLE_CLASSES)
+    all_streams = streams(inputs)
+    gap, kind = idle_classes(all_streams, int(options.kernel_wait * 1_000))
+    cell = all_streams.group * len(IDLE_CLASSES) + kind
+    cells = all_streams.count * len(IDLE_CLASSES)
     idle = np.zeros(cells, np.int64)
     np.add.at(idle, cell, gap)
     count = np.bincount(cell[gap > 0], minlength=cells).astype(np.int64)
     total = idle.reshape(-1, len(IDLE_CLASSES)).sum(axis=1).repeat(len(IDLE_CLASSES))
     share = np.where(total > 0, idle * 100.0 / np.maximum(total, 1), 0.0)
     group = np.arange(cells) // len(IDLE_CLASSES)
-    frame = key_columns(s.keys, group)
+    frame = key_columns(all_streams.keys, group)
     order = np.lexsort((np.arange(cells), frame["Stream ID"], frame["Device ID"], frame["PID"]))
     labels = inputs.strings.intern(IDLE_CLASSES)
     frame.update({"Idle Class": labels[np.arange(cells) % len(IDLE_CLASSES)], "Idle Time (ns)": idle,
@@ -148,14 +148,15 @@ class Series:
     hold: np.ndarray  # how long each value holds (0 at a stream's last point)
 
 
-def queue_series(s: Streams, until: str) -> Series:
+def queue_series(all_streams: Streams, until: str) -> Series:
     """Each launched activity is outstanding over ``[min(launch, done), done)``, ``done`` its
     end (or start): the count of those open on each stream (:func:`open_counts`)."""
-    done = (s.end if until == "end" else s.start)[s.launched]
-    begin = np.minimum(s.launch[s.launched], done)  # a GPU clock ahead of the CPU's: outstanding from done
+    done = (all_streams.end if until == "end" else all_streams.start)[all_streams.launched]
+    # a GPU clock ahead of the CPU's: outstanding from done
+    begin = np.minimum(all_streams.launch[all_streams.launched], done)
     real = begin < done
-    begin, done, group = begin[real], done[real], s.group[s.launched][real]
-    time, length, group = open_counts(group, s.count, begin, done)
+    begin, done, group = begin[real], done[real], all_streams.group[all_streams.launched][real]
+    time, length, group = open_counts(group, all_streams.count, begin, done)
     same = np.concatenate([group[1:] == group[:-1], [False]])
     hold = np.where(same, np.concatenate([time[1:], [0]]) - time, 0)
     return Series(time, length, group, hold)
@@ -195,15 +196,15 @@ def time_percentiles(held: np.ndarray) -> dict[str, int]:
 
 
 def ppu_queue_length(inputs: Inputs, options: QueueOptions) -> Frame:
-    s = streams(inputs)
-    series = queue_series(s, options.until)
-    launches = np.bincount(s.group[s.launched], minlength=s.count)
-    found = np.flatnonzero(np.bincount(series.group, minlength=s.count) > 0)
-    bounds = np.searchsorted(series.group, np.append(found, s.count))
+    all_streams = streams(inputs)
+    series = queue_series(all_streams, options.until)
+    launches = np.bincount(all_streams.group[all_streams.launched], minlength=all_streams.count)
+    found = np.flatnonzero(np.bincount(series.group, minlength=all_streams.count) > 0)
+    bounds = np.searchsorted(series.group, np.append(found, all_streams.count))
     cells: dict[str, list] = {name: [] for name in ("Mean", "Max", "P50", "P90", "P99", "Time at Zero (ns)",
                                                     "Time at Max (ns)", "Span (ns)")}
-    for g in range(len(found)):
-        held = time_at_length(*(v[bounds[g]:bounds[g + 1]] for v in (series.length, series.hold)))
+    for index in range(len(found)):
+        held = time_at_length(*(values[bounds[index]:bounds[index + 1]] for values in (series.length, series.hold)))
         span, top = int(held.sum()), len(held) - 1
         cells["Mean"].append(float((np.arange(len(held)) * held).sum()) / span)
         cells["Max"].append(top)
@@ -212,7 +213,7 @@ def ppu_queue_length(inputs: Inputs, options: QueueOptions) -> Frame:
         cells["Time at Zero (ns)"].append(int(held[0]))
         cells["Time at Max (ns)"].append(int(held[top]))
         cells["Span (ns)"].append(span)
-    frame = key_columns(s.keys, found)
+    frame = key_columns(all_streams.keys, found)
     frame["Launches"] = launches[found].astype(np.int64)
     frame.update({name: np.asarray(values, np.float64 if name == "Mean" else np.int64)
                   for name, values in cells.items()})
@@ -228,11 +229,11 @@ TRACE_COLUMNS = (
 
 
 def ppu_queue_length_trace(inputs: Inputs, options: QueueTraceOptions) -> Frame:
-    s = streams(inputs)
+    all_streams = streams(inputs)
     # the series comes by stream, then time, and streams are numbered in the order of their keys:
     # already the output's order (PID, device, stream, start)
-    series = queue_series(s, options.until)
-    return {**key_columns(s.keys, series.group), "Start (ns)": series.time, "Queue Length": series.length}
+    series = queue_series(all_streams, options.until)
+    return {**key_columns(all_streams.keys, series.group), "Start (ns)": series.time, "Queue Length": series.length}
 
 
 PPU_IDLE_BREAKDOWN = Rule(

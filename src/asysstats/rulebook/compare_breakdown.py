@@ -95,22 +95,23 @@ def side_frame(inputs: Inputs, options: "CompareOptions", levels: tuple[str, ...
     with_kernel = "Kernel" in levels
     mode = name_mode(options) if isinstance(options, KernelCompareOptions) else "demangled"
     an = analyse(inputs, options.like(AnalysisOptions), mode)
-    b = breakdown(an)
-    l_of, k_of = np.arange(len(b.l["f"])), None
+    layers = breakdown(an)
+    library_of, kernel_of = np.arange(len(layers.library["framework"])), None
     if with_kernel:  # every kernel row, and the library groups without kernels
-        empty = set_difference(l_of, b.k["l"])
-        l_of = np.r_[b.k["l"], empty].astype(np.int64)
-        k_of = np.r_[np.arange(len(b.k["l"])), np.full(len(empty), -1)].astype(np.int64)
-    order = nested_order(inputs, b, b.l["f"][l_of], l_of, k_of, options.order_by)
-    rows = {"Framework": b.l["f"][l_of][order], "Library": l_of[order]}
-    if k_of is not None:  # with_kernel
-        rows["Kernel"] = k_of[order]
-    frame = {"OP Type": resolved(inputs, b.f["type"][rows["Framework"]])}
-    for level, table in zip(levels, (b.f, b.l, b.k)):
+        empty = set_difference(library_of, layers.kernel["library"])
+        library_of = np.r_[layers.kernel["library"], empty].astype(np.int64)
+        kernel_of = np.r_[np.arange(len(layers.kernel["library"])), np.full(len(empty), -1)].astype(np.int64)
+    order = nested_order(inputs, layers, layers.library["framework"][library_of], library_of, kernel_of,
+                         options.order_by)
+    rows = {"Framework": layers.library["framework"][library_of][order], "Library": library_of[order]}
+    if kernel_of is not None:  # with_kernel
+        rows["Kernel"] = kernel_of[order]
+    frame = {"OP Type": resolved(inputs, layers.framework["type"][rows["Framework"]])}
+    for level, table in zip(levels, (layers.framework, layers.library, layers.kernel)):
         at = rows[level]
         has, pick = at >= 0, np.maximum(at, 0)
-        name, time, avg, count = (c.name for c in level_columns(level))
-        values = (table["name"], percent(table["time"], b.total), table["time"] / np.maximum(table["count"], 1),
+        name, time, avg, count = (column.name for column in level_columns(level))
+        values = (table["name"], percent(table["time"], layers.total), table["time"] / np.maximum(table["count"], 1),
                   table["count"])
         for column, source, fill in zip((name, time, avg, count), values, (-1, np.nan, np.nan, NA)):
             frame[column] = np.where(has, source[pick], fill) if len(source) else np.full(len(at), fill)
@@ -120,10 +121,10 @@ def side_frame(inputs: Inputs, options: "CompareOptions", levels: tuple[str, ...
         if level != "Kernel":
             keys = table["key"][at]
             texts = resolved(inputs, np.where(keys >= 0, keys, -1)).tolist()
-            frame[f"{level} Key"] = np.array([match_key(SENTINELS.get(k, t)) for k, t in zip(keys.tolist(), texts)],
-                                             dtype=object)
+            frame[f"{level} Key"] = np.array([match_key(SENTINELS.get(key, text))
+                                              for key, text in zip(keys.tolist(), texts)], dtype=object)
     if not with_kernel:
-        util = library_utilisation(inputs, an, b)
+        util = library_utilisation(inputs, an, layers)
         frame.update({name: util[name][rows["Library"]] for name, _ in UTILS})
     frame[DEVICE_NAME] = np.full(len(order), device_label(inputs, options.device), dtype=object)
     return frame
@@ -135,11 +136,11 @@ def level_rows(frames: tuple[Frame, Frame], exact: Pairing, keys: list[str]) -> 
     found = []
     for side, (rows, other) in enumerate(((exact.base, exact.target), (exact.target, exact.base))):
         first: dict[tuple, int] = {}
-        for row, key in enumerate(zip(*(frames[side][k].tolist() for k in keys))):
+        for row, key in enumerate(zip(*(frames[side][column].tolist() for column in keys))):
             first.setdefault(key, row)
-        other_keys = list(zip(*(frames[1 - side][k].tolist() for k in keys)))
-        found.append(np.array([r if r >= 0 else first.get(other_keys[o], -1)
-                               for r, o in zip(rows.tolist(), other.tolist())], dtype=np.int64))
+        other_keys = list(zip(*(frames[1 - side][column].tolist() for column in keys)))
+        found.append(np.array([row if row >= 0 else first.get(other_keys[other_row], -1)
+                               for row, other_row in zip(rows.tolist(), other.tolist())], dtype=np.int64))
     return Pairing(*found)
 
 
@@ -178,7 +179,7 @@ def nested_rows(frames: tuple[Frame, Frame], pairings: dict[str, Pairing], how: 
     for level, rows in pairings.items():
         value = np.zeros(len(rows.base))
         if how != "name":
-            both = (as_float(v) for v in sides(frames, rows, f"{level} {ORDER_COLUMNS[how]}"))
+            both = (as_float(values) for values in sides(frames, rows, f"{level} {ORDER_COLUMNS[how]}"))
             value = -np.nan_to_num(np.fmax(*both), nan=-np.inf)
         keys += [value, name_rank(either(frames, rows, NAMES[level]))]
     keys.insert(2, name_rank(either(frames, pairings["Framework"], "OP Type")))
@@ -189,13 +190,13 @@ def nested_rows(frames: tuple[Frame, Frame], pairings: dict[str, Pairing], how: 
 def shown(level: str, levels: tuple[str, ...]) -> list[str]:
     """The side columns of one level (the library level of the library breakdown: with utilisations)."""
     utils = [name for name, _ in UTILS] if level == levels[-1] == "Library" else []
-    return [c.name for c in level_columns(level)] + utils
+    return [column.name for column in level_columns(level)] + utils
 
 
 def compare(inputs: tuple[Inputs, Inputs], options: "CompareOptions", levels: tuple[str, ...]) -> Frame:
     frames = (side_frame(inputs[0], options, levels), side_frame(inputs[1], options, levels))
     keys = ["OP Type", "Framework Key", "Library Key"] + (["Kernel"] if "Kernel" in levels else [])
-    exact = kept(match_rows(*([f[k] for k in keys] for f in frames)), frames, levels[-1], options)
+    exact = kept(match_rows(*([frame[key] for key in keys] for frame in frames)), frames, levels[-1], options)
     parents = [level_rows(frames, exact, keys[:depth]) for depth in range(2, len(levels) + 1)]
     pairings = dict(zip(levels, parents + [exact]))
     order = nested_rows(frames, pairings, options.order_by)
@@ -216,7 +217,8 @@ def compare_columns(levels: tuple[str, ...]) -> tuple[Column, ...]:
     for prefix in ("Base", "Target"):
         report = f"in the {prefix.lower()} report"
         for level in levels:
-            columns += [Column(f"{prefix} {c.name}", c.kind, f"{c.help} {report}") for c in level_columns(level)]
+            columns += [Column(f"{prefix} {column.name}", column.kind, f"{column.help} {report}")
+                        for column in level_columns(level)]
         if levels[-1] == "Library":
             columns += [Column(f"{prefix} {name}", PERCENT, f"Utilisation of the {what} {report}")
                         for name, what in UTILS]
@@ -280,8 +282,8 @@ KERNEL_LEVELS, LIBRARY_LEVELS = ("Framework", "Library", "Kernel"), ("Framework"
 def omitted(levels: tuple[str, ...]) -> dict[str, str]:
     """The columns the reference's example leaves out, as the single rule's example does: the averages and
     instances of the levels above the deepest. Printed with all-columns."""
-    return {f"{side} {c.name}": "all_columns" for side in ("Base", "Target") for level in levels[:-1]
-            for c in level_columns(level)[2:]}
+    return {f"{side} {column.name}": "all_columns" for side in ("Base", "Target") for level in levels[:-1]
+            for column in level_columns(level)[2:]}
 
 KERNEL_BREAKDOWN_COMPARE = Rule(
     name="ppu_operator_kernel_breakdown_compare",

@@ -103,18 +103,19 @@ def level_keys(inputs: Inputs, level: dict[str, np.ndarray], how: str) -> tuple[
     return (rank.astype(np.float64), rank) if value is None else (-np.asarray(value, np.float64), rank)
 
 
-def nested_order(inputs: Inputs, b: Breakdown, f_of: np.ndarray, l_of: np.ndarray, k_of: np.ndarray | None,
-                 how: str) -> np.ndarray:
+def nested_order(inputs: Inputs, layers: Breakdown, framework_of: np.ndarray, library_of: np.ndarray,
+                 kernel_of: np.ndarray | None, how: str) -> np.ndarray:
     """Rows sorted level by level: F group, then L group, then (when given) the kernel row."""
-    f_key, f_rank = level_keys(inputs, b.f, how)
-    l_key, l_rank = level_keys(inputs, b.l, how)
-    keys = [f_key[f_of], f_rank[f_of], inputs.strings.sort_rank(b.f["type"])[f_of] if len(f_of) else f_of,
-            l_key[l_of], l_rank[l_of]]
-    if k_of is not None:
-        k_key, k_rank = level_keys(inputs, b.k, how)
-        has = k_of >= 0
-        keys += [np.where(has, k_key[np.maximum(k_of, 0)] if len(k_key) else 0, -np.inf),
-                 np.where(has, k_rank[np.maximum(k_of, 0)] if len(k_rank) else 0, -1)]
+    framework_key, framework_rank = level_keys(inputs, layers.framework, how)
+    library_key, library_rank = level_keys(inputs, layers.library, how)
+    keys = [framework_key[framework_of], framework_rank[framework_of],
+            inputs.strings.sort_rank(layers.framework["type"])[framework_of] if len(framework_of) else framework_of,
+            library_key[library_of], library_rank[library_of]]
+    if kernel_of is not None:
+        kernel_key, kernel_rank = level_keys(inputs, layers.kernel, how)
+        has = kernel_of >= 0
+        keys += [np.where(has, kernel_key[np.maximum(kernel_of, 0)] if len(kernel_key) else 0, -np.inf),
+                 np.where(has, kernel_rank[np.maximum(kernel_of, 0)] if len(kernel_rank) else 0, -1)]
     return np.lexsort(tuple(reversed(keys)))
 
 
@@ -123,28 +124,31 @@ def percent(time: np.ndarray, total: float) -> np.ndarray:
 
 
 def kernel_breakdown(inputs: Inputs, options: KernelBreakdownOptions) -> Frame:
-    b = breakdown(analyse(inputs, options.like(AnalysisOptions), name_mode(options)))
-    empty = set_difference(np.arange(len(b.l["f"])), b.k["l"])  # library groups without kernels (Idle)
-    l_of = np.r_[b.k["l"], empty].astype(np.int64)
-    k_of = np.r_[np.arange(len(b.k["l"])), np.full(len(empty), -1)].astype(np.int64)
-    f_of = b.l["f"][l_of]
-    order = nested_order(inputs, b, f_of, l_of, k_of, options.order_by)
-    f_of, l_of, k_of = f_of[order], l_of[order], k_of[order]
-    has = k_of >= 0
-    k = np.maximum(k_of, 0)
-    k_time = b.k["time"][k] if len(b.k["time"]) else np.zeros(len(k))
-    k_count = b.k["count"][k] if len(b.k["count"]) else np.zeros(len(k), np.int64)
+    layers = breakdown(analyse(inputs, options.like(AnalysisOptions), name_mode(options)))
+    framework, library, kernel = layers.framework, layers.library, layers.kernel
+    # library groups without kernels (Idle)
+    empty = set_difference(np.arange(len(library["framework"])), kernel["library"])
+    library_of = np.r_[kernel["library"], empty].astype(np.int64)
+    kernel_of = np.r_[np.arange(len(kernel["library"])), np.full(len(empty), -1)].astype(np.int64)
+    framework_of = library["framework"][library_of]
+    order = nested_order(inputs, layers, framework_of, library_of, kernel_of, options.order_by)
+    framework_of, library_of, kernel_of = framework_of[order], library_of[order], kernel_of[order]
+    has = kernel_of >= 0
+    kernel_row = np.maximum(kernel_of, 0)
+    kernel_time = kernel["time"][kernel_row] if len(kernel["time"]) else np.zeros(len(kernel_row))
+    kernel_count = kernel["count"][kernel_row] if len(kernel["count"]) else np.zeros(len(kernel_row), np.int64)
     return {
-        "OP Type": b.f["type"][f_of], "Framework OP": b.f["name"][f_of],
-        "Framework Time (%)": percent(b.f["time"], b.total)[f_of],
-        "Framework Avg (ns)": (b.f["time"] / np.maximum(b.f["count"], 1))[f_of],
-        "Framework Instances": b.f["count"][f_of], "Library OP": b.l["name"][l_of],
-        "Library Time (%)": percent(b.l["time"], b.total)[l_of],
-        "Library Avg (ns)": (b.l["time"] / np.maximum(b.l["count"], 1))[l_of], "Library Instances": b.l["count"][l_of],
-        "Kernel Name": np.where(has, b.k["name"][k] if len(b.k["name"]) else -1, -1),
-        "Kernel Time (%)": np.where(has, percent(k_time, b.total), np.nan),
-        "Avg (ns)": np.where(has, k_time / np.maximum(k_count, 1), np.nan),
-        "Instances": np.where(has, k_count, NA),
+        "OP Type": framework["type"][framework_of], "Framework OP": framework["name"][framework_of],
+        "Framework Time (%)": percent(framework["time"], layers.total)[framework_of],
+        "Framework Avg (ns)": (framework["time"] / np.maximum(framework["count"], 1))[framework_of],
+        "Framework Instances": framework["count"][framework_of], "Library OP": library["name"][library_of],
+        "Library Time (%)": percent(library["time"], layers.total)[library_of],
+        "Library Avg (ns)": (library["time"] / np.maximum(library["count"], 1))[library_of],
+        "Library Instances": library["count"][library_of],
+        "Kernel Name": np.where(has, kernel["name"][kernel_row] if len(kernel["name"]) else -1, -1),
+        "Kernel Time (%)": np.where(has, percent(kernel_time, layers.total), np.nan),
+        "Avg (ns)": np.where(has, kernel_time / np.maximum(kernel_count, 1), np.nan),
+        "Instances": np.where(has, kernel_count, NA),
     }
 
 
@@ -154,9 +158,9 @@ FRAMEWORK_INSTANCES = Column("Framework Instances", INT, "Number of instances of
 LIBRARY_AVG = Column("Library Avg (ns)", INT, "Average duration of this library operator")
 LIBRARY_INSTANCES = Column("Library Instances", INT, "Number of instances of this library operator")
 # The columns of the reference's column list that its example header leaves out: printed with all-columns.
-KERNEL_OPTIONAL = {c: "all_columns" for c in ("Framework Avg (ns)", "Framework Instances", "Library Avg (ns)",
-                                              "Library Instances")}
-OP_OPTIONAL = {c: "all_columns" for c in ("Framework Avg (ns)", "Framework Instances")}
+KERNEL_OPTIONAL = {column: "all_columns" for column in ("Framework Avg (ns)", "Framework Instances",
+                                                        "Library Avg (ns)", "Library Instances")}
+OP_OPTIONAL = {column: "all_columns" for column in ("Framework Avg (ns)", "Framework Instances")}
 
 KERNEL_COLUMNS = (
     Column("OP Type", TEXT, "Operator type (of the row's top-level operator)"),
@@ -191,16 +195,16 @@ KERNEL_BREAKDOWN = Rule(
 )
 
 
-def library_utilisation(inputs: Inputs, an: Analysis, b: Breakdown) -> dict[str, np.ndarray]:
+def library_utilisation(inputs: Inputs, an: Analysis, layers: Breakdown) -> dict[str, np.ndarray]:
     """Per library group: 100 x sum(work / peak) / sum(instance time); NaN without a model."""
-    lib, n = b.lib, len(b.l["f"])
-    flops, load, store = (an.op(c, lib["row"]) for c in ("flops", "load", "store"))
+    instances, groups = layers.library_instances, len(layers.library["framework"])
+    flops, load, store = (an.op(column, instances["row"]) for column in ("flops", "load", "store"))
     modelled = ~np.isnan(flops)
-    peak, bandwidth = peak_arrays(inputs, lib["device"], an.op("field", lib["row"]), modelled)
-    seconds = np.bincount(lib["group"], weights=lib["span"] * NS, minlength=n)
+    peak, bandwidth = peak_arrays(inputs, instances["device"], an.op("field", instances["row"]), modelled)
+    seconds = np.bincount(instances["group"], weights=instances["span"] * NS, minlength=groups)
     out = {}
     for name, work, divisor in (("Compute", flops, peak), ("HBM Load", load, bandwidth), ("HBM Store", store, bandwidth)):
-        used = np.bincount(lib["group"], weights=work / divisor, minlength=n)
+        used = np.bincount(instances["group"], weights=work / divisor, minlength=groups)
         with np.errstate(divide="ignore", invalid="ignore"):
             out[f"{name} Util (%)"] = np.where(seconds > 0, 100.0 * used / seconds, np.nan)
     return out
@@ -208,21 +212,23 @@ def library_utilisation(inputs: Inputs, an: Analysis, b: Breakdown) -> dict[str,
 
 def op_breakdown(inputs: Inputs, options: BreakdownOptions) -> Frame:
     an = analyse(inputs, options.like(AnalysisOptions))
-    b = breakdown(an)
-    l_of = np.arange(len(b.l["f"]))
-    f_of = b.l["f"]
-    order = nested_order(inputs, b, f_of, l_of, None, options.order_by)
-    f_of, l_of = f_of[order], l_of[order]
-    util = library_utilisation(inputs, an, b)
+    layers = breakdown(an)
+    framework, library = layers.framework, layers.library
+    library_of = np.arange(len(library["framework"]))
+    framework_of = library["framework"]
+    order = nested_order(inputs, layers, framework_of, library_of, None, options.order_by)
+    framework_of, library_of = framework_of[order], library_of[order]
+    util = library_utilisation(inputs, an, layers)
     frame = {
-        "OP Type": b.f["type"][f_of], "Framework OP": b.f["name"][f_of],
-        "Framework Time (%)": percent(b.f["time"], b.total)[f_of],
-        "Framework Avg (ns)": (b.f["time"] / np.maximum(b.f["count"], 1))[f_of],
-        "Framework Instances": b.f["count"][f_of], "Library OP": b.l["name"][l_of],
-        "Library Time (%)": percent(b.l["time"], b.total)[l_of],
-        "Library Avg (ns)": (b.l["time"] / np.maximum(b.l["count"], 1))[l_of], "Library Instances": b.l["count"][l_of],
+        "OP Type": framework["type"][framework_of], "Framework OP": framework["name"][framework_of],
+        "Framework Time (%)": percent(framework["time"], layers.total)[framework_of],
+        "Framework Avg (ns)": (framework["time"] / np.maximum(framework["count"], 1))[framework_of],
+        "Framework Instances": framework["count"][framework_of], "Library OP": library["name"][library_of],
+        "Library Time (%)": percent(library["time"], layers.total)[library_of],
+        "Library Avg (ns)": (library["time"] / np.maximum(library["count"], 1))[library_of],
+        "Library Instances": library["count"][library_of],
     }
-    frame.update({k: v[l_of] for k, v in util.items()})
+    frame.update({name: values[library_of] for name, values in util.items()})
     return frame
 
 

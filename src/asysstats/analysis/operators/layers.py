@@ -56,28 +56,29 @@ def spans(an: Analysis, idx: np.ndarray, layer: str) -> Spans:
     uniq, label_has = distinct(ids[has])
     label = np.full(len(idx), -1, dtype=np.int64)
     label[has] = label_has
-    n = len(uniq)
-    s, e = an.acts["start"][idx], np.maximum(an.acts["end"][idx], an.acts["start"][idx])
+    count = len(uniq)
+    start, end = an.acts["start"][idx], np.maximum(an.acts["end"][idx], an.acts["start"][idx])
     pos = np.flatnonzero(has)
-    order = pos[group_start_order(label[pos], s[pos])]
+    order = pos[group_start_order(label[pos], start[pos])]
     head = order[np.r_[True, label[order][1:] != label[order][:-1]]] if len(order) else order
-    end = np.full(n, np.iinfo(np.int64).min, dtype=np.int64)
-    np.maximum.at(end, label[pos], e[pos])
-    return Spans(label, operator[head], s[head], end, covered_length_sorted(label[order], s[order], e[order], n), head)
+    instance_end = np.full(count, np.iinfo(np.int64).min, dtype=np.int64)
+    np.maximum.at(instance_end, label[pos], end[pos])
+    return Spans(label, operator[head], start[head], instance_end,
+                 covered_length_sorted(label[order], start[order], end[order], count), head)
 
 
 @dataclass
 class Breakdown:
-    """Rows at three levels. ``f``: per F group (``type``, ``key``, ``name``, ``time``,
-    ``count``); ``l``: per L group (``f`` index, ``key``, ``name``, ``time``, ``count``);
-    ``k``: per kernel row (``l`` index, ``name``, ``time``, ``count``); ``lib``: per L
-    instance its ``group``, range ``row``, ``device`` and ``span``; ``total``: the
-    top-level time."""
+    """Rows at three levels. ``framework``: per F group (``type``, ``key``, ``name``,
+    ``time``, ``count``); ``library``: per L group (``framework`` group index, ``key``,
+    ``name``, ``time``, ``count``); ``kernel``: per kernel row (``library`` group index,
+    ``name``, ``time``, ``count``); ``library_instances``: per L instance its ``group``,
+    range ``row``, ``device`` and ``span``; ``total``: the top-level time."""
 
-    f: dict[str, np.ndarray]
-    l: dict[str, np.ndarray]
-    k: dict[str, np.ndarray]
-    lib: dict[str, np.ndarray]
+    framework: dict[str, np.ndarray]
+    library: dict[str, np.ndarray]
+    kernel: dict[str, np.ndarray]
+    library_instances: dict[str, np.ndarray]
     total: float
 
 
@@ -104,56 +105,66 @@ def layered(an: Analysis, idx: np.ndarray) -> tuple[Breakdown, np.ndarray]:
     acts, pool = an.acts, an.inputs.strings
     native_id, idle_id = pool.intern(["Native", "Idle"])
     kernel_type = np.where(acts["ktype"] >= 0, acts["ktype"], pool.intern([OTHERS])[0])
-    F, L = spans(an, idx, "F"), spans(an, idx, "L")
-    s = acts["start"][idx]
-    e = np.maximum(acts["end"][idx], s)
+    framework_spans, library_spans = spans(an, idx, "F"), spans(an, idx, "L")
+    start = acts["start"][idx]
+    end = np.maximum(acts["end"][idx], start)
     # per activity: its F group (type, key) and its L key
-    own_type = at(an.op("type", L.row), L.label, kernel_type[idx])
-    f_type = at(an.op("type", F.row), F.label, own_type)
-    f_key = at(an.op("key", F.row), F.label, NATIVE)
-    l_key = at(an.op("key", L.row), L.label, NATIVE)
-    l_parent = F.label[L.head]  # F instance of each L instance (-1: top level)
-    bare = (F.label < 0) & (L.label < 0)  # top-level kernels
-    native = L.label < 0
+    own_type = at(an.op("type", library_spans.row), library_spans.label, kernel_type[idx])
+    framework_type = at(an.op("type", framework_spans.row), framework_spans.label, own_type)
+    framework_key = at(an.op("key", framework_spans.row), framework_spans.label, NATIVE)
+    library_key = at(an.op("key", library_spans.row), library_spans.label, NATIVE)
+    library_parent = framework_spans.label[library_spans.head]  # F instance of each L instance (-1: top level)
+    bare = (framework_spans.label < 0) & (library_spans.label < 0)  # top-level kernels
+    native = library_spans.label < 0
     # idle time: F instances minus their children, L instances minus their activities
-    child = np.r_[l_parent, F.label[native]]
-    child_s, child_e = np.r_[L.start, s[native]], np.r_[L.end, e[native]]
+    child = np.r_[library_parent, framework_spans.label[native]]
+    child_start, child_end = np.r_[library_spans.start, start[native]], np.r_[library_spans.end, end[native]]
     inside = child >= 0
-    f_idle = (F.end - F.start) - covered_length_by_group(child[inside], child_s[inside], child_e[inside], len(F.start))
-    l_idle = (L.end - L.start) - L.active
-    loose = l_parent < 0
-    f_items = {"type": np.r_[f_type[F.head], own_type[L.head][loose], f_type[bare]],
-               "key": np.r_[f_key[F.head], np.full(int(loose.sum() + bare.sum()), NATIVE)],
-               "time": np.r_[F.end - F.start, (L.end - L.start)[loose], (e - s)[bare]],
-               "start": np.r_[F.start, L.start[loose], s[bare]],
-               "display": np.r_[an.op("display", F.row), np.full(int(loose.sum() + bare.sum()), native_id)]}
-    _, f = summarise(f_items, ("type", "key"))
-    f["name"] = f["display"]
-    f_of_act = row_index([f["type"], f["key"]], [f_type, f_key])
-    idle = f_idle > 0
-    l_items = {"f": np.r_[f_of_act[L.head], f_of_act[native], f_of_act[F.head][idle]],
-               "key": np.r_[l_key[L.head], np.full(int(native.sum()), NATIVE), np.full(int(idle.sum()), IDLE)],
-               "time": np.r_[L.end - L.start, (e - s)[native], f_idle[idle]],
-               "start": np.r_[L.start, s[native], F.start[idle]],
-               "display": np.r_[an.op("display", L.row), np.full(int(native.sum()), native_id),
-                                np.full(int(idle.sum()), idle_id)]}
-    l_group, l = summarise(l_items, ("f", "key"))
-    l["name"] = l["display"]
-    l_of_act = row_index([l["f"], l["key"]], [f_of_act, l_key])
-    lib_group = l_group[:len(L.start)]
-    gap = l_idle > 0
-    k_items = {"l": np.r_[l_of_act, lib_group[gap]], "name": np.r_[acts["name"][idx], np.full(int(gap.sum()), idle_id)],
-               "time": np.r_[e - s, l_idle[gap]], "start": np.r_[s, L.start[gap]]}
-    k_items["display"] = k_items["name"]
-    _, k = summarise(k_items, ("l", "name"))
-    lib = {"group": lib_group, "row": L.row, "device": acts["deviceId"][idx][L.head], "span": L.end - L.start}
-    return Breakdown(f, l, k, lib, float(f_items["time"].sum())), f_type
+    framework_idle = (framework_spans.end - framework_spans.start) - covered_length_by_group(
+        child[inside], child_start[inside], child_end[inside], len(framework_spans.start))
+    library_idle = (library_spans.end - library_spans.start) - library_spans.active
+    loose = library_parent < 0
+    framework_items = {
+        "type": np.r_[framework_type[framework_spans.head], own_type[library_spans.head][loose], framework_type[bare]],
+        "key": np.r_[framework_key[framework_spans.head], np.full(int(loose.sum() + bare.sum()), NATIVE)],
+        "time": np.r_[framework_spans.end - framework_spans.start, (library_spans.end - library_spans.start)[loose],
+                      (end - start)[bare]],
+        "start": np.r_[framework_spans.start, library_spans.start[loose], start[bare]],
+        "display": np.r_[an.op("display", framework_spans.row), np.full(int(loose.sum() + bare.sum()), native_id)]}
+    _, framework = summarise(framework_items, ("type", "key"))
+    framework["name"] = framework["display"]
+    framework_of_act = row_index([framework["type"], framework["key"]], [framework_type, framework_key])
+    idle = framework_idle > 0
+    library_items = {
+        "framework": np.r_[framework_of_act[library_spans.head], framework_of_act[native],
+                           framework_of_act[framework_spans.head][idle]],
+        "key": np.r_[library_key[library_spans.head], np.full(int(native.sum()), NATIVE),
+                     np.full(int(idle.sum()), IDLE)],
+        "time": np.r_[library_spans.end - library_spans.start, (end - start)[native], framework_idle[idle]],
+        "start": np.r_[library_spans.start, start[native], framework_spans.start[idle]],
+        "display": np.r_[an.op("display", library_spans.row), np.full(int(native.sum()), native_id),
+                         np.full(int(idle.sum()), idle_id)]}
+    library_group, library = summarise(library_items, ("framework", "key"))
+    library["name"] = library["display"]
+    library_of_act = row_index([library["framework"], library["key"]], [framework_of_act, library_key])
+    instance_group = library_group[:len(library_spans.start)]
+    gap = library_idle > 0
+    kernel_items = {"library": np.r_[library_of_act, instance_group[gap]],
+                    "name": np.r_[acts["name"][idx], np.full(int(gap.sum()), idle_id)],
+                    "time": np.r_[end - start, library_idle[gap]], "start": np.r_[start, library_spans.start[gap]]}
+    kernel_items["display"] = kernel_items["name"]
+    _, kernel = summarise(kernel_items, ("library", "name"))
+    library_instances = {"group": instance_group, "row": library_spans.row,
+                         "device": acts["deviceId"][idx][library_spans.head],
+                         "span": library_spans.end - library_spans.start}
+    return Breakdown(framework, library, kernel, library_instances,
+                     float(framework_items["time"].sum())), framework_type
 
 
 def summarise(items: dict[str, np.ndarray], keys: tuple[str, ...]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """Group items by ``keys``: per group the keys, ``time`` sum, ``count`` and the
     ``display`` of its earliest item; returns each item's group too."""
-    label, values = dense_group_ids([items[k] for k in keys])
+    label, values = dense_group_ids([items[key] for key in keys])
     count = len(values[0])
     out = dict(zip(keys, values))
     out["time"] = np.bincount(label, weights=items["time"], minlength=count)
