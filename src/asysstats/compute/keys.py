@@ -57,9 +57,17 @@ def lookup_pair(high: np.ndarray, low: np.ndarray, wanted_high: np.ndarray, want
     span = int(low.max()) + 1
     if int(low.min()) < 0 or len(highs) * span > DENSE_SLACK * len(high) + DENSE_FLOOR:
         return lookup(pair_key(high, low), pair_key(wanted_high, wanted_low))
-    table = np.full(len(highs) * span, len(high), np.int64)
-    np.minimum.at(table, codes.astype(np.int64) * span + low, np.arange(len(high)))  # the first row of a pair
-    slot = np.minimum(np.searchsorted(highs, wanted_high), len(highs) - 1)
+    rows = np.int32 if len(high) < np.iinfo(np.int32).max else np.int64  # half the fresh memory
+    table = np.full(len(highs) * span, len(high), rows)
+    slot = codes.astype(np.int64)
+    slot *= span
+    slot += low
+    np.minimum.at(table, slot, np.arange(len(high), dtype=rows))  # the first row of a pair
+    slot = np.searchsorted(highs, wanted_high)
+    np.minimum(slot, len(highs) - 1, out=slot)
     inside = (highs[slot] == wanted_high) & (wanted_low >= 0) & (wanted_low < span)
-    row = table[slot * span + np.where(inside, wanted_low, 0)]
-    return np.where(inside & (row < len(high)), row, -1)
+    slot *= span
+    slot += np.where(inside, wanted_low, 0)
+    row = table[slot]
+    del slot
+    return np.where(inside & (row < len(high)), row, np.int64(-1))
