@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import statistics
 import tracemalloc
+from unittest import mock
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from asysstats.analysis.activity import row_index
-from asysstats.compute import grouped, intervals
+from asysstats.compute import arrow, grouped, intervals
 from asysstats.compute.distinct import DERIVED_BASE, FEW_SAMPLED, Coded, distinct, narrowed, sampled_distinct, tie_order
 from asysstats.compute.keys import lookup_pair, row_order
 from asysstats.core.strings import StringPool
@@ -540,3 +543,23 @@ def test_group_order_of_many_groups_sorts_the_values():
     # 70,000 distinct groups (more than 16-bit codes hold), each twice: ties keep row order
     values = np.tile(np.arange(70_000, 0, -1) * 3, 2)
     assert np.array_equal(intervals.group_order(values), np.argsort(values, kind="stable"))
+
+
+@SETTINGS
+@given(st.lists(st.one_of(st.none(), st.text(alphabet="ab, =01", max_size=12)), max_size=40),
+       st.integers(1, 8), st.integers(0, 3))
+def test_on_threads_is_the_function_over_the_rows_in_order(values, thread_rows, offset):
+    """Slices of the rows on threads give what one call gives, nulls and an offset array included;
+    a slice a thread when there are rows enough (``THREAD_ROWS`` made small to have several)."""
+    texts = pa.array(["lead"] * offset + values, pa.string()).slice(offset)
+    calls = []
+
+    def strip(part: pa.Array) -> pa.Array:
+        calls.append(len(part))
+        return pc.replace_substring_regex(part, pattern=r", a = \d+", replacement="")
+
+    with mock.patch.object(arrow, "THREAD_ROWS", thread_rows):
+        got = arrow.on_threads(strip, texts)
+    assert got.to_pylist() == pc.replace_substring_regex(texts, pattern=r", a = \d+", replacement="").to_pylist()
+    assert sum(calls) == len(values)
+    assert len(calls) == max(1, min(pa.cpu_count(), len(values) // thread_rows))

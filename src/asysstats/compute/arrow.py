@@ -7,7 +7,8 @@ buffers does not, and it never makes a Python object per value.
 
 from __future__ import annotations
 
-from typing import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -42,6 +43,22 @@ def from_texts(values: Sequence[str | None] | np.ndarray) -> pa.Array:
     np.cumsum(np.fromiter(map(len, strings), dtype=np.int64, count=len(strings)), out=offsets[1:])
     validity = None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
     return pa.Array.from_buffers(kind, len(strings), [validity, pa.py_buffer(offsets), pa.py_buffer(data)])
+
+
+THREAD_ROWS = 1 << 16  # the fewest rows worth a thread of their own
+
+
+def on_threads(function: Callable[[pa.Array], pa.Array], values: pa.Array) -> pa.Array:
+    """``function(values)`` for an element-wise Arrow function, run on consecutive slices of the
+    rows on parallel threads (Arrow's kernels release the GIL), the slices' results joined in
+    order: a regex over 602 K PyTorch texts 0.75 -> 0.37 s on two cores (docs/performance.md)."""
+    threads = max(1, min(pa.cpu_count(), len(values) // THREAD_ROWS))
+    if threads == 1:
+        return function(values)
+    step = -(-len(values) // threads)
+    with ThreadPoolExecutor(threads) as pool:
+        return pa.concat_arrays(list(pool.map(function, (values.slice(at, step)
+                                                         for at in range(0, len(values), step)))))
 
 
 def to_numpy(column: pa.Array | pa.ChunkedArray, dtype: np.dtype) -> np.ndarray:

@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 
 from asysstats.analysis.operators.catalog import AUTOGRAD_FIELDS, PYTORCH, TORCH_NAMESPACES
 from asysstats.analysis.operators.parsers import TORCH_MINOR
-from asysstats.compute.arrow import from_numpy, from_texts, text, to_numpy, valid_mask
+from asysstats.compute.arrow import from_numpy, from_texts, on_threads, text, to_numpy, valid_mask
 
 SPACES = "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f "  # what str.strip() removes from ASCII text
 HEAD = r"^(?P<ns>[A-Za-z_]\w*)::[A-Za-z_][\w.]*(?:, \w+ = |$)"  # catalog.TORCH_NAME, the whole first piece
@@ -99,7 +99,8 @@ def without_run_ids(texts: pa.Array) -> tuple[pa.Array, np.ndarray]:
     distinct texts and the index of each text among them. Only whole fields are taken out, so
     that a text's merge key (without minor fields) and its shapes are those of its distinct text
     (the 602 K texts of the 5 M-kernel sample are 24)."""
-    stripped = pc.dictionary_encode(pc.replace_substring_regex(texts, pattern=RUN_ID_FIELDS, replacement=r"\1"))
+    stripped = pc.dictionary_encode(on_threads(
+        lambda part: pc.replace_substring_regex(part, pattern=RUN_ID_FIELDS, replacement=r"\1"), texts))
     return stripped.dictionary, to_numpy(stripped.indices, np.dtype(np.int32)).astype(np.int64)
 
 
