@@ -547,19 +547,24 @@ def test_group_order_of_many_groups_sorts_the_values():
 
 @SETTINGS
 @given(st.lists(st.one_of(st.none(), st.text(alphabet="ab, =01", max_size=12)), max_size=40),
-       st.integers(1, 8), st.integers(0, 3))
-def test_on_threads_is_the_function_over_the_rows_in_order(values, thread_rows, offset):
-    """Slices of the rows on threads give what one call gives, nulls and an offset array included;
-    a slice a thread when there are rows enough (``THREAD_ROWS`` made small to have several)."""
+       st.integers(1, 8), st.integers(0, 3), st.booleans())
+def test_on_threads_is_the_function_over_the_rows_in_order(values, thread_rows, offset, pair):
+    """Slices of the rows on threads give what one call gives, for a function of one array or of a
+    tuple of them, nulls and an offset array included; a slice a thread when there are rows enough
+    (``THREAD_ROWS`` made small to have several)."""
     texts = pa.array(["lead"] * offset + values, pa.string()).slice(offset)
     calls = []
 
-    def strip(part: pa.Array) -> pa.Array:
+    def strip(part: pa.Array) -> pa.Array | tuple[pa.Array, ...]:
         calls.append(len(part))
-        return pc.replace_substring_regex(part, pattern=r", a = \d+", replacement="")
+        stripped = pc.replace_substring_regex(part, pattern=r", a = \d+", replacement="")
+        return (stripped, pc.utf8_length(part)) if pair else stripped
 
     with mock.patch.object(arrow, "THREAD_ROWS", thread_rows):
         got = arrow.on_threads(strip, texts)
-    assert got.to_pylist() == pc.replace_substring_regex(texts, pattern=r", a = \d+", replacement="").to_pylist()
-    assert sum(calls) == len(values)
-    assert len(calls) == max(1, min(pa.cpu_count(), len(values) // thread_rows))
+    calls_made = len(calls)
+    expected = strip(texts)
+    assert [a.to_pylist() for a in got] == [a.to_pylist() for a in expected] if pair \
+        else got.to_pylist() == expected.to_pylist()
+    assert sum(calls[:calls_made]) == len(values)
+    assert calls_made == max(1, min(pa.cpu_count(), len(values) // thread_rows))

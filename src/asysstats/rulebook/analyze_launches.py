@@ -37,7 +37,7 @@ from asysstats.analysis.names import kernel_name_ids
 from asysstats.analysis.operators.parsers import parse_pytorch
 from asysstats.analysis.operators.torch_texts import is_true, torch_fields, torch_mask
 from asysstats.analysis.reads import CALL_READS, INNERMOST_READS, KIND_READS, NAME_COLUMNS, PPU_KINDS
-from asysstats.compute.arrow import from_numpy, text
+from asysstats.compute.arrow import from_numpy, on_threads, text
 from asysstats.compute.distinct import distinct, tie_order
 from asysstats.compute.grouped import dense_group_ids
 from asysstats.core.result import FIGURE, INT, PERCENT, TEXT, Column, Frame
@@ -163,7 +163,7 @@ def parent_fields(inputs: Inputs, parents: np.ndarray) -> tuple[np.ndarray, ...]
     bulk = torch_mask(texts)
     fields = [pc.fill_null(texts, text(NO_FIELD))] + [pa.nulls(len(uniq), pa.string())] * len(PARENT_FIELDS)
     if bulk.any():
-        parsed = torch_fields(texts.filter(from_numpy(bulk)), PARENT_FIELDS)
+        parsed = on_threads(lambda part: torch_fields(part, PARENT_FIELDS), texts.filter(from_numpy(bulk)))
         fields = [pc.replace_with_mask(column, from_numpy(bulk), values) for column, values in zip(fields, parsed)]
     ids = [inputs.strings.intern_texts(column) for column in fields]
     other = is_true(pc.invert(pc.string_is_ascii(texts)))  # torch_mask takes ASCII texts only: these one by one

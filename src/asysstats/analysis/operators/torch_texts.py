@@ -30,12 +30,15 @@ def torch_mask(texts: pa.Array) -> np.ndarray:
     Every ``, key = `` in a text is a split point, so no marking is needed here."""
     if len(texts) == 0:
         return np.zeros(0, dtype=bool)
-    head = pc.struct_field(pc.extract_regex(texts, pattern=HEAD), [0])
-    fields = "|".join(AUTOGRAD_FIELDS)
-    known = pc.or_kleene(pc.or_kleene(pc.is_in(head, value_set=from_texts(sorted(TORCH_NAMESPACES))),
-                                      pc.ends_with(head, pattern="_C")),
-                         pc.match_substring_regex(texts, pattern=f", (?:{fields}) = "))
-    return is_true(pc.and_kleene(pc.and_kleene(pc.string_is_ascii(texts), pc.is_valid(head)), known))
+    namespaces, fields = from_texts(sorted(TORCH_NAMESPACES)), "|".join(AUTOGRAD_FIELDS)
+
+    def taken(part: pa.Array) -> pa.Array:
+        head = pc.struct_field(pc.extract_regex(part, pattern=HEAD), [0])
+        known = pc.or_kleene(pc.or_kleene(pc.is_in(head, value_set=namespaces), pc.ends_with(head, pattern="_C")),
+                             pc.match_substring_regex(part, pattern=f", (?:{fields}) = "))
+        return pc.and_kleene(pc.and_kleene(pc.string_is_ascii(part), pc.is_valid(head)), known)
+
+    return is_true(on_threads(taken, texts))
 
 
 def split_fields(texts: pa.Array) -> tuple[pa.Array, np.ndarray]:
