@@ -14,20 +14,10 @@ step in cost from one length to the next is where the columns stop fitting.
 from __future__ import annotations
 
 import argparse
-import time
 from typing import Callable
 
 import numpy as np
-
-
-def best_seconds(work: Callable[[], object], repeat: int) -> float:
-    """The fewest seconds of ``repeat`` calls of ``work``."""
-    seconds = []
-    for _ in range(repeat):
-        begin = time.perf_counter()
-        work()
-        seconds.append(time.perf_counter() - begin)
-    return min(seconds)
+from common import best_of
 
 
 def costs(rows: int, repeat: int) -> dict[str, float]:
@@ -48,7 +38,7 @@ def costs(rows: int, repeat: int) -> dict[str, float]:
         "random scatter": lambda: out.__setitem__(order, column),
         "sort, gather, scatter back": sorted_and_back,
     }
-    return {name: best_seconds(work, repeat) / rows * 1e9 for name, work in ways.items()}
+    return {name: best_of(repeat, work)[0] / rows * 1e9 for name, work in ways.items()}
 
 
 def main() -> None:

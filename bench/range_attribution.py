@@ -13,10 +13,9 @@ and groups them (``hgtx_kernels.kernel_groups``). Prints the best seconds of eac
 from __future__ import annotations
 
 import argparse
-import time
-from typing import Callable
 
 import numpy as np
+from common import best_of
 from run import sample
 
 import asysstats
@@ -25,15 +24,6 @@ from asysstats.analysis.hgtx import all_ranges
 from asysstats.analysis.launches import innermost_range_names, launch_rows, runtime_calls
 from asysstats.compute.intervals import enclosing_pairs
 from asysstats.rulebook.hgtx_kernels import SUM_KERNEL_COLUMNS, SumOptions, kernel_groups
-
-
-def best_seconds(work: Callable[[], object], repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        begin = time.perf_counter()
-        work()
-        times.append(time.perf_counter() - begin)
-    return min(times)
 
 
 def main() -> None:
@@ -61,7 +51,7 @@ def main() -> None:
 
     pairs = len(sweep()[0])
     innermost(), every_range()  # the cache filled, the columns mapped
-    seconds = {name: best_seconds(work, args.repeat)
+    seconds = {name: best_of(args.repeat, work)[0]
                for name, work in (("sweep", sweep), ("innermost", innermost), ("all ranges", every_range))}
     print(f"{kernels.rows:,} kernels, {ranges.rows:,} ranges, {pairs:,} (range, launch) pairs; best of {args.repeat}:")
     print("| answer | seconds |\n|---|---|")

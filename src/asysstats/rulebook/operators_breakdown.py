@@ -123,9 +123,24 @@ def percent(time: np.ndarray, total: float) -> np.ndarray:
     return 100.0 * np.asarray(time, np.float64) / total if total > 0 else np.full(len(time), np.nan)
 
 
+def operator_columns(layers: Breakdown, framework_of: np.ndarray, library_of: np.ndarray) -> Frame:
+    """The OP Type, framework and library columns of rows of framework groups ``framework_of``
+    and library groups ``library_of``."""
+    framework, library = layers.framework, layers.library
+    return {
+        "OP Type": framework["type"][framework_of], "Framework OP": framework["name"][framework_of],
+        "Framework Time (%)": percent(framework["time"], layers.total)[framework_of],
+        "Framework Avg (ns)": (framework["time"] / np.maximum(framework["count"], 1))[framework_of],
+        "Framework Instances": framework["count"][framework_of], "Library OP": library["name"][library_of],
+        "Library Time (%)": percent(library["time"], layers.total)[library_of],
+        "Library Avg (ns)": (library["time"] / np.maximum(library["count"], 1))[library_of],
+        "Library Instances": library["count"][library_of],
+    }
+
+
 def kernel_breakdown(inputs: Inputs, options: KernelBreakdownOptions) -> Frame:
     layers = breakdown(analyse(inputs, options.like(AnalysisOptions), name_mode(options)))
-    framework, library, kernel = layers.framework, layers.library, layers.kernel
+    library, kernel = layers.library, layers.kernel
     # library groups without kernels (Idle)
     empty = set_difference(np.arange(len(library["framework"])), kernel["library"])
     library_of = np.r_[kernel["library"], empty].astype(np.int64)
@@ -138,13 +153,7 @@ def kernel_breakdown(inputs: Inputs, options: KernelBreakdownOptions) -> Frame:
     kernel_time = kernel["time"][kernel_row] if len(kernel["time"]) else np.zeros(len(kernel_row))
     kernel_count = kernel["count"][kernel_row] if len(kernel["count"]) else np.zeros(len(kernel_row), np.int64)
     return {
-        "OP Type": framework["type"][framework_of], "Framework OP": framework["name"][framework_of],
-        "Framework Time (%)": percent(framework["time"], layers.total)[framework_of],
-        "Framework Avg (ns)": (framework["time"] / np.maximum(framework["count"], 1))[framework_of],
-        "Framework Instances": framework["count"][framework_of], "Library OP": library["name"][library_of],
-        "Library Time (%)": percent(library["time"], layers.total)[library_of],
-        "Library Avg (ns)": (library["time"] / np.maximum(library["count"], 1))[library_of],
-        "Library Instances": library["count"][library_of],
+        **operator_columns(layers, framework_of, library_of),
         "Kernel Name": np.where(has, kernel["name"][kernel_row] if len(kernel["name"]) else -1, -1),
         "Kernel Time (%)": np.where(has, percent(kernel_time, layers.total), np.nan),
         "Avg (ns)": np.where(has, kernel_time / np.maximum(kernel_count, 1), np.nan),
@@ -213,23 +222,13 @@ def library_utilisation(inputs: Inputs, an: Analysis, layers: Breakdown) -> dict
 def op_breakdown(inputs: Inputs, options: BreakdownOptions) -> Frame:
     an = analyse(inputs, options.like(AnalysisOptions))
     layers = breakdown(an)
-    framework, library = layers.framework, layers.library
-    library_of = np.arange(len(library["framework"]))
-    framework_of = library["framework"]
+    framework_of = layers.library["framework"]
+    library_of = np.arange(len(framework_of))
     order = nested_order(inputs, layers, framework_of, library_of, None, options.order_by)
     framework_of, library_of = framework_of[order], library_of[order]
     util = library_utilisation(inputs, an, layers)
-    frame = {
-        "OP Type": framework["type"][framework_of], "Framework OP": framework["name"][framework_of],
-        "Framework Time (%)": percent(framework["time"], layers.total)[framework_of],
-        "Framework Avg (ns)": (framework["time"] / np.maximum(framework["count"], 1))[framework_of],
-        "Framework Instances": framework["count"][framework_of], "Library OP": library["name"][library_of],
-        "Library Time (%)": percent(library["time"], layers.total)[library_of],
-        "Library Avg (ns)": (library["time"] / np.maximum(library["count"], 1))[library_of],
-        "Library Instances": library["count"][library_of],
-    }
-    frame.update({name: values[library_of] for name, values in util.items()})
-    return frame
+    return {**operator_columns(layers, framework_of, library_of),
+            **{name: values[library_of] for name, values in util.items()}}
 
 
 OP_COLUMNS = (
