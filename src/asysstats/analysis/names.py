@@ -110,5 +110,5 @@ def prefixed_ids(pool: StringPool, prefix: np.ndarray, names: np.ndarray, sep: s
     pairs, inverse = distinct(prefix_index * len(bases) + base_index)
     sides = (prefixes[pairs // len(bases)], bases[pairs % len(bases)])
     texts = (pool.texts(ids, missing="None") for ids in sides)  # "None": as f"{None}" spells a missing name
-    out[has] = pool.intern_texts(pc.binary_join_element_wise(*texts, text(sep)))[inverse]
+    out[has] = pool.intern(pc.binary_join_element_wise(*texts, text(sep)))[inverse]  # distinct pairs
     return out

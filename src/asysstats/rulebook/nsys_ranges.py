@@ -46,6 +46,7 @@ from asysstats.rulebook.nsys_stats import (
     KernelOptions,
     api_names,
     call_rows,
+    default_domain_names,
     kernel_rows,
     nvidia_frame,
 )
@@ -63,7 +64,7 @@ def range_display(inputs: Inputs, names: np.ndarray) -> np.ndarray:
     uniq, index = distinct(names)  # decided per distinct name: 4 M rows of nvtx_kern_sum hold 60 k
     default = np.isin(uniq, distinct(ranges["name"][ranges["domain"] < 0])[0]) & (uniq >= 0)
     shown = uniq.copy()
-    shown[default] = inputs.strings.map_distinct(uniq[default], lambda name: f":{name}")
+    shown[default] = default_domain_names(inputs, uniq[default])
     return shown[index]
 
 

@@ -19,7 +19,7 @@ import numpy as np
 from asysstats.analysis.declarations import Option, Options, Rows, Rule, Stats, Summary, name_mode
 from asysstats.analysis.hgtx import load_ranges
 from asysstats.analysis.inputs import Inputs
-from asysstats.analysis.names import demangle
+from asysstats.analysis.names import demangle, prefixed_ids
 from asysstats.analysis.reads import HGTX_READS
 from asysstats.analysis.summary import StatColumns
 from asysstats.core.result import NSYS_STATS, TEXT, Column, Frame
@@ -210,11 +210,19 @@ def range_rows(inputs: Inputs, options: Options) -> Rows:
     return Rows((ranges["name"], ranges["style"], ranges["domain"]), ranges["end"] - ranges["start"], text=(0, 1, 2))
 
 
+def default_domain_names(inputs: Inputs, names: np.ndarray) -> np.ndarray:
+    """Ids of ``:name``, as nsys 2024 prints a range of the default domain (a missing name stays
+    missing): joined by Arrow once per distinct name, not made in Python per string."""
+    names = np.asarray(names, dtype=np.int64)
+    empty = inputs.strings.intern([""])[0]
+    return prefixed_ids(inputs.strings, np.where(names >= 0, empty, -1), names, sep=":")
+
+
 def nvidia_range_names(inputs: Inputs, names: np.ndarray, domains: np.ndarray) -> np.ndarray:
     """Range name ids as nsys 2024 prints them: ``domain:name``, ``:name`` in the default domain."""
     default = domains < 0
     shown = names.copy()
-    shown[default] = inputs.strings.map_distinct(names[default], lambda name: f":{name}")
+    shown[default] = default_domain_names(inputs, names[default])
     return shown
 
 
