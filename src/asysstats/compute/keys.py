@@ -59,10 +59,11 @@ def lookup_pair(high: np.ndarray, low: np.ndarray, wanted_high: np.ndarray, want
         return lookup(pair_key(high, low), pair_key(wanted_high, wanted_low))
     rows = np.int32 if len(high) < np.iinfo(np.int32).max else np.int64  # half the fresh memory
     table = np.full(len(highs) * span, len(high), rows)
-    slot = codes.astype(np.int64)
-    slot *= span
-    slot += low
-    np.minimum.at(table, slot, np.arange(len(high), dtype=rows))  # the first row of a pair
+    pair = codes.astype(np.int64)  # each row's place in the table
+    pair *= span
+    pair += low
+    np.minimum.at(table, pair, np.arange(len(high), dtype=rows))  # the first row of a pair
+    del pair
     slot = np.searchsorted(highs, wanted_high)
     np.minimum(slot, len(highs) - 1, out=slot)
     inside = (highs[slot] == wanted_high) & (wanted_low >= 0) & (wanted_low < span)
